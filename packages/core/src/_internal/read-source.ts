@@ -1,0 +1,56 @@
+import { open, stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+
+import { formatBytes } from '../limits.ts';
+import { Rejection } from './rejection.ts';
+
+/** Where `disarm()` reads the submitted file from. */
+export type SourceInput =
+  | { readonly bytes: Uint8Array }
+  | { readonly path: string }
+  | { readonly stream: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array> };
+
+/**
+ * Reads the submitted file into memory, never more than `maxBytes`: a path is measured before
+ * it is read, a stream is cut off as soon as it passes the ceiling.
+ * @throws {Rejection} `file_too_large` past the ceiling.
+ */
+export async function readSource(source: SourceInput, maxBytes: number): Promise<Uint8Array> {
+  const tooLarge = (): Rejection =>
+    new Rejection('file_too_large', `the file is larger than the ${formatBytes(maxBytes)} ceiling`);
+  if ('bytes' in source) {
+    if (source.bytes.length > maxBytes) throw tooLarge();
+    return source.bytes;
+  }
+  if ('path' in source) {
+    const info = await stat(source.path);
+    if (!info.isFile()) throw new TypeError(`${source.path} is not a regular file`);
+    if (info.size > maxBytes) throw tooLarge();
+    const handle = await open(source.path, 'r');
+    try {
+      const buffer = Buffer.alloc(info.size);
+      let filled = 0;
+      while (filled < info.size) {
+        const { bytesRead } = await handle.read(buffer, filled, info.size - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return buffer.subarray(0, filled);
+    } finally {
+      await handle.close();
+    }
+  }
+  const iterable: AsyncIterable<Uint8Array> =
+    source.stream instanceof ReadableStream
+      ? Readable.fromWeb(source.stream as NodeReadableStream<Uint8Array>)
+      : source.stream;
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of iterable) {
+    total += chunk.length;
+    if (total > maxBytes) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}

@@ -1,0 +1,204 @@
+import yauzl from 'yauzl';
+import type { Entry, ZipFile } from 'yauzl';
+
+import { asBuffer } from './bytes.ts';
+import { Rejection } from './rejection.ts';
+
+/** One central-directory record, with what the engine decides on already decoded. */
+export interface ZipMember {
+  /** Name as a reader shows it: Info-ZIP Unicode Path extra field first, else CP437/UTF-8. */
+  readonly name: string;
+  /** Name decoded from the record's own bytes, ignoring extra fields (may differ: a trick). */
+  readonly rawName: string;
+  readonly isDirectory: boolean;
+  /** Unix mode bits when the archive was made on Unix, else `undefined`. */
+  readonly unixMode: number | undefined;
+  /** MS-DOS/NTFS attribute bits (low 16 bits of the external attributes). */
+  readonly dosAttributes: number;
+  readonly isEncrypted: boolean;
+  readonly compressionMethod: number;
+  readonly compressedSize: number;
+  readonly uncompressedSize: number;
+  readonly localHeaderOffset: number;
+  readonly commentBytes: number;
+  readonly extraFieldBytes: number;
+  /** DOS modification time, UTC, kept on the rebuilt member. */
+  readonly modifiedAt: Date;
+  readonly entry: Entry;
+}
+
+/** A zip opened for reading; close it when done. */
+export interface ZipListing {
+  readonly members: readonly ZipMember[];
+  readonly commentBytes: number;
+  readonly file: ZipFile;
+}
+
+/** APPNOTE 4.4.5 compression methods we can decode, and those that mean encryption. */
+export const COMPRESSION_STORED = 0;
+export const COMPRESSION_DEFLATED = 8;
+/** APPNOTE 4.4.5 / WinZip AE-x: method 99 marks AES-encrypted data. */
+export const COMPRESSION_AES = 99;
+
+const COMPRESSION_NAMES: Readonly<Record<number, string>> = {
+  1: 'shrink',
+  6: 'implode',
+  9: 'deflate64',
+  12: 'bzip2',
+  14: 'LZMA',
+  93: 'zstd',
+  95: 'xz',
+  96: 'JPEG',
+  97: 'WavPack',
+  98: 'PPMd',
+};
+
+/** Name of a compression method for details. */
+export function compressionName(method: number): string {
+  return COMPRESSION_NAMES[method] ?? `method ${method}`;
+}
+
+/** APPNOTE 4.4.2: the upper byte of "version made by" is the host system; 3 is Unix. */
+const HOST_UNIX = 3;
+
+/**
+ * Opens a zip held in memory and reads its central directory, refusing archives with more than
+ * `maxEntries` records before reading any of them.
+ */
+export async function openZip(bytes: Uint8Array, maxEntries: number): Promise<ZipListing> {
+  const file = await new Promise<ZipFile>((resolve, rejectOpen) => {
+    yauzl.fromBuffer(
+      asBuffer(bytes),
+      { lazyEntries: true, decodeStrings: false, validateEntrySizes: true, autoClose: false },
+      (error, zipFile) => {
+        if (error) rejectOpen(toZipRejection(error));
+        else resolve(zipFile);
+      },
+    );
+  });
+  try {
+    if (file.entryCount > maxEntries) {
+      throw new Rejection(
+        'policy_violation',
+        `archive holds ${file.entryCount} entries; the limit is ${maxEntries}`,
+      );
+    }
+    const members = await readMembers(file);
+    return { members, commentBytes: commentLength(file), file };
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+}
+
+function commentLength(file: ZipFile): number {
+  const comment: unknown = file.comment;
+  return typeof comment === 'string' || comment instanceof Uint8Array ? comment.length : 0;
+}
+
+function readMembers(file: ZipFile): Promise<ZipMember[]> {
+  return new Promise((resolve, rejectRead) => {
+    const members: ZipMember[] = [];
+    const cleanup = (): void => {
+      file.removeAllListeners('entry');
+      file.removeAllListeners('end');
+      file.removeAllListeners('error');
+    };
+    file.on('entry', (entry: Entry) => {
+      try {
+        members.push(toMember(entry));
+        file.readEntry();
+      } catch (error) {
+        cleanup();
+        rejectRead(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+    file.on('end', () => {
+      cleanup();
+      resolve(members);
+    });
+    file.on('error', (error: Error) => {
+      cleanup();
+      rejectRead(toZipRejection(error));
+    });
+    file.readEntry();
+  });
+}
+
+function toMember(entry: Entry): ZipMember {
+  const raw = entry.fileNameRaw;
+  const flags = entry.generalPurposeBitFlag;
+  const host = entry.versionMadeBy >>> 8;
+  const name = yauzl.getFileNameLowLevel(flags, raw, entry.extraFields, true);
+  const rawName = yauzl.getFileNameLowLevel(flags, raw, [], true);
+  return {
+    name,
+    rawName,
+    isDirectory: name.endsWith('/') || name.endsWith('\\'),
+    unixMode: host === HOST_UNIX ? (entry.externalFileAttributes >>> 16) & 0xffff : undefined,
+    dosAttributes: entry.externalFileAttributes & 0xffff,
+    isEncrypted: entry.isEncrypted() || entry.compressionMethod === COMPRESSION_AES,
+    compressionMethod: entry.compressionMethod,
+    compressedSize: entry.compressedSize,
+    uncompressedSize: entry.uncompressedSize,
+    localHeaderOffset: entry.relativeOffsetOfLocalHeader,
+    commentBytes: entry.fileCommentLength,
+    extraFieldBytes: entry.extraFieldLength,
+    modifiedAt: entry.getLastModDate({ timezone: 'UTC', forceDosFormat: true }),
+    entry,
+  };
+}
+
+/** Where each member's data starts, read from its local header (APPNOTE 4.3.7). */
+export async function dataStartOf(listing: ZipListing, member: ZipMember): Promise<number> {
+  try {
+    const header = await listing.file.readLocalFileHeaderPromise(member.entry, { minimal: true });
+    return header.fileDataStart;
+  } catch (error) {
+    throw toZipRejection(error);
+  }
+}
+
+/**
+ * Inflates one member into memory, stopping as soon as it would pass `maxBytes`. yauzl also
+ * checks the output against the declared size, so a member that lies about its size is refused.
+ * @throws {Rejection} `file_too_large` past `maxBytes`, `invalid_file` on corrupt data.
+ */
+export async function readMember(
+  listing: ZipListing,
+  member: ZipMember,
+  maxBytes: number,
+  what: string,
+): Promise<Uint8Array> {
+  if (member.uncompressedSize > maxBytes) {
+    throw new Rejection('file_too_large', `${what} expands past the content ceiling`);
+  }
+  const stream = await listing.file.openReadStreamPromise(member.entry).catch((error: unknown) => {
+    throw toZipRejection(error);
+  });
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (total > maxBytes) {
+        throw new Rejection('file_too_large', `${what} expands past the content ceiling`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    stream.destroy();
+    throw toZipRejection(error);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** Maps a yauzl or zlib error to the rejection it means for the file. */
+export function toZipRejection(error: unknown): Rejection {
+  if (error instanceof Rejection) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (/encrypt/i.test(message)) {
+    return new Rejection('password_protected', `the archive is encrypted (${message})`);
+  }
+  return new Rejection('invalid_file', `the archive is corrupt: ${message}`);
+}

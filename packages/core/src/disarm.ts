@@ -1,0 +1,270 @@
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+
+import { asBuffer, sha256Hex } from './_internal/bytes.ts';
+import { readSource } from './_internal/read-source.ts';
+import type { SourceInput } from './_internal/read-source.ts';
+import { Rejection } from './_internal/rejection.ts';
+import { openZip, readMember } from './_internal/zip-reader.ts';
+import { assertContentMatches } from './detect/detect.ts';
+import { sniff } from './detect/sniff.ts';
+import { DisarmError } from './errors.ts';
+import { FINDING_KINDS } from './findings.ts';
+import type { FindingKind } from './findings.ts';
+import { extensionOf, formatForFileName, outputFileName } from './formats.ts';
+import { HANDLERS } from './handlers/registry.ts';
+import type { EngineContext, FileInput, RebuiltFile } from './handlers/types.ts';
+import { Deadline, ExpansionBudget, resolveLimits } from './limits.ts';
+import type { Limits } from './limits.ts';
+import { mediaTypeOf } from './outcome.ts';
+import type { Outcome } from './outcome.ts';
+import type { Policy } from './policy.ts';
+import { builtinScanner } from './scan/eicar.ts';
+import type { Scanner } from './scan/scanner.ts';
+
+/**
+ * The file to disarm: its bytes (or a path or stream to read them from) and the name it was
+ * submitted under. The extension of `fileName` decides which format the bytes must be.
+ */
+export type DisarmSource = SourceInput & {
+  /** Declared file name, e.g. `report.docx`. Only its extension matters to the engine. */
+  readonly fileName: string;
+};
+
+/** Options of {@link disarm}. */
+export interface DisarmOptions {
+  /** Bounds on size, nesting, pixels and time; see {@link Limits} for the defaults. */
+  readonly limits?: Partial<Limits>;
+  /**
+   * Per finding kind, `strip` (default) or `reject`. Rejecting a kind turns a file that carries
+   * it into a `policy_violation` rejection instead of a stripped copy.
+   */
+  readonly policy?: Policy;
+  /**
+   * Threat scanners run on the raw bytes of the file and of every archive member, before any
+   * format check. Default: the built-in EICAR scanner only.
+   *
+   * **Security:** the built-in scanner only knows the EICAR test file. Add a real engine (for
+   * example a ClamAV adapter) in production.
+   */
+  readonly scanners?: readonly Scanner[];
+  /** Abort processing; the call then throws {@link DisarmError} `ERR_TIMEOUT`. */
+  readonly signal?: AbortSignal;
+}
+
+const gunzipAsync = promisify(gunzip);
+
+/**
+ * Rebuilds an untrusted file into a safe copy, or rejects it with the spec's reason.
+ *
+ * Detect (allowlisted extension, content matches it) -> scan (threats) -> rebuild from known-safe
+ * parts -> convert where the spec says so. Archives are rebuilt member by member, recursively.
+ *
+ * @returns `cleaned` with the rebuilt bytes, or `rejected` with a reason and a detail.
+ * @throws {DisarmError} for faults only: `ERR_TIMEOUT` when the time budget runs out or `signal`
+ *   aborts, `ERR_NOT_YET_SUPPORTED` for a family whose rebuild has not shipped, `ERR_INTERNAL`
+ *   for bugs. A thrown error means "failed", never "rejected".
+ * @throws {TypeError} for invalid options.
+ *
+ * @example
+ * ```ts
+ * import { disarm } from '@disarm/core';
+ *
+ * const outcome = await disarm({ path: 'upload.png', fileName: 'upload.png' });
+ * if (outcome.status === 'cleaned') await writeFile(`clean-${outcome.fileName}`, outcome.bytes);
+ * else console.log(outcome.reason, outcome.detail);
+ * ```
+ */
+export async function disarm(source: DisarmSource, options: DisarmOptions = {}): Promise<Outcome> {
+  const limits = resolveLimits(options.limits);
+  const policy = validatePolicy(options.policy ?? {});
+  const scanners = options.scanners ?? [builtinScanner];
+  if (typeof source.fileName !== 'string') throw new TypeError('source.fileName must be a string');
+  const controller = new AbortController();
+  const deadline = new Deadline(limits.timeoutMs, options.signal);
+  const onAbort = (): void => {
+    controller.abort(options.signal?.reason);
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const bytes = await readSource(source, limits.maxBytes);
+    const context = createContext({
+      limits,
+      policy,
+      scanners,
+      deadline,
+      budget: new ExpansionBudget(limits.maxBytes),
+      signal: controller.signal,
+      depth: 0,
+      ancestors: [],
+    });
+    const rebuilt = await processFile({ bytes, fileName: source.fileName }, context);
+    return {
+      status: 'cleaned',
+      bytes: rebuilt.bytes,
+      fileName: rebuilt.fileName,
+      format: rebuilt.format.outputExtension,
+      mediaType: mediaTypeOf(rebuilt.format.outputExtension),
+      modifications: rebuilt.converted ? ['rebuilt', 'converted'] : ['rebuilt'],
+      findings: rebuilt.findings,
+    };
+  } catch (error) {
+    if (error instanceof Rejection) {
+      return error.reason === 'threat_detected'
+        ? {
+            status: 'rejected',
+            reason: error.reason,
+            detail: error.message,
+            threatNames: error.threatNames,
+          }
+        : { status: 'rejected', reason: error.reason, detail: error.message };
+    }
+    if (error instanceof DisarmError || error instanceof TypeError) throw error;
+    throw new DisarmError('ERR_INTERNAL', 'the engine failed while processing the file', {
+      cause: error,
+    });
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    controller.abort();
+  }
+}
+
+type ContextState = Omit<EngineContext, 'processMember' | 'scanMember'>;
+
+function createContext(state: ContextState): EngineContext {
+  const child = (archiveHash: string): EngineContext =>
+    createContext({
+      ...state,
+      depth: state.depth + 1,
+      ancestors: [...state.ancestors, archiveHash],
+    });
+  return {
+    ...state,
+    processMember: async (input, archiveHash) => {
+      const context = child(archiveHash);
+      assertNotQuine(input, context);
+      return processFile(input, context);
+    },
+    scanMember: (input, archiveHash) => collectThreats(input, child(archiveHash)),
+  };
+}
+
+/** The engine's one way through, for the submitted file and for every archive member. */
+async function processFile(input: FileInput, context: EngineContext): Promise<RebuiltFile> {
+  context.deadline.check();
+  const threats = await scan(input, context);
+  if (threats.length > 0) {
+    throw new Rejection('threat_detected', `the file contains ${threats.join(', ')}`, threats);
+  }
+  const format = formatForFileName(input.fileName);
+  if (!format) {
+    const extension = extensionOf(input.fileName);
+    throw new Rejection(
+      'unsupported_file_type',
+      extension === ''
+        ? `"${input.fileName}" has no file extension, so its type is not supported`
+        : `.${extension} files are not a supported type`,
+    );
+  }
+  await assertContentMatches(input.bytes, format, context.limits);
+  if (format.family === 'archive' && context.depth >= context.limits.maxDepth) {
+    throw new Rejection(
+      'policy_violation',
+      `archives nest more than ${context.limits.maxDepth} levels deep`,
+    );
+  }
+  const output = await HANDLERS[format.family].rebuild({ ...input, format }, context);
+  context.deadline.check();
+  if (output.bytes.length > context.limits.maxBytes) {
+    throw new Rejection('file_too_large', 'the rebuilt file is larger than the content ceiling');
+  }
+  for (const finding of output.findings) {
+    if (context.policy[finding.kind] === 'reject') {
+      throw new Rejection(
+        'policy_violation',
+        `the file contains ${describe(finding.kind)}, which the content policy rejects`,
+      );
+    }
+  }
+  return {
+    bytes: output.bytes,
+    fileName: outputFileName(input.fileName, format),
+    format,
+    converted: format.outputExtension !== format.extension,
+    findings: output.findings,
+  };
+}
+
+function describe(kind: FindingKind): string {
+  return `${FINDING_KINDS[kind].charAt(0).toLowerCase()}${FINDING_KINDS[kind].slice(1)} (${kind})`;
+}
+
+async function scan(input: FileInput, context: EngineContext): Promise<string[]> {
+  const names = new Set<string>();
+  for (const scanner of context.scanners) {
+    const found = await context.deadline.race(
+      scanner.scan(input.bytes, { fileName: input.fileName, signal: context.signal }),
+    );
+    for (const name of found) names.add(name);
+  }
+  return [...names];
+}
+
+/** An archive member that is byte for byte one of its enclosing archives: a quine. */
+function assertNotQuine(input: FileInput, context: EngineContext): void {
+  const kind = sniff(input.bytes);
+  if (kind !== 'zip' && kind !== 'gzip') return;
+  if (context.ancestors.includes(sha256Hex(input.bytes))) {
+    throw new Rejection(
+      'policy_violation',
+      `"${input.fileName}" is a copy of an archive that contains it (a recursive quine)`,
+    );
+  }
+}
+
+/**
+ * Scan-only walk of a member (and, for a zip or gzip, its members), used once the archive is
+ * already rejected, so that a threat anywhere in it still decides the reason. Members that cannot
+ * be read are skipped: the archive is rejected either way.
+ */
+async function collectThreats(input: FileInput, context: EngineContext): Promise<string[]> {
+  const threats = await scan(input, context);
+  if (threats.length > 0 || context.depth > context.limits.maxDepth) return threats;
+  const kind = sniff(input.bytes);
+  try {
+    assertNotQuine(input, context);
+    const hash = sha256Hex(input.bytes);
+    if (kind === 'gzip') {
+      const inner = await context.deadline.race(
+        gunzipAsync(asBuffer(input.bytes), { maxOutputLength: context.budget.remaining }),
+      );
+      context.budget.consume(inner.length, 'the gzip data');
+      return [...(await context.scanMember({ bytes: inner, fileName: 'inner' }, hash))];
+    }
+    if (kind !== 'zip') return threats;
+    const listing = await openZip(input.bytes, context.limits.maxEntries);
+    try {
+      for (const member of listing.members) {
+        if (member.isDirectory || member.isEncrypted) continue;
+        const bytes = await readMember(listing, member, context.budget.remaining, member.name);
+        context.budget.consume(bytes.length, member.name);
+        threats.push(...(await context.scanMember({ bytes, fileName: member.name }, hash)));
+      }
+    } finally {
+      listing.file.close();
+    }
+  } catch (error) {
+    if (error instanceof DisarmError) throw error;
+  }
+  return [...new Set(threats)];
+}
+
+function validatePolicy(policy: Policy): Policy {
+  for (const [kind, action] of Object.entries(policy as Record<string, unknown>)) {
+    if (!(kind in FINDING_KINDS)) throw new TypeError(`policy: unknown finding kind "${kind}"`);
+    if (action !== 'strip' && action !== 'reject') {
+      throw new TypeError(`policy.${kind} must be "strip" or "reject"`);
+    }
+  }
+  return policy;
+}

@@ -1,0 +1,202 @@
+import {
+  buildImage,
+  decodePixels,
+  jpegSegment,
+  maxPixelDifference,
+  pngChunk,
+  pngPixelBomb,
+  withGifComment,
+  withJpegSegments,
+  withPngChunks,
+  withTrailingBytes,
+} from '@disarm/fixtures';
+import type { SharpImageFormat } from '@disarm/fixtures';
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+
+import { disarm } from '../../disarm.ts';
+import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import { encodeBmp } from './bmp/encode.ts';
+import { findImageExtras } from './structure.ts';
+
+const PAYLOAD = '<?php system($_GET["cmd"]); ?>';
+
+const EXTENSION: Readonly<Record<SharpImageFormat, string>> = {
+  jpeg: 'jpg',
+  png: 'png',
+  gif: 'gif',
+  webp: 'webp',
+  tiff: 'tif',
+};
+
+/** Largest pixel difference each re-encode may introduce. */
+const TOLERANCE: Readonly<Record<SharpImageFormat, number>> = {
+  jpeg: 24,
+  png: 0,
+  gif: 0,
+  webp: 24,
+  tiff: 0,
+};
+
+function cleaned(outcome: Outcome): CleanedOutcome {
+  if (outcome.status !== 'cleaned')
+    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
+  return outcome;
+}
+
+/** An image carrying the payload in the metadata its format has (EXIF, a comment, XMP). */
+async function withMetadata(format: SharpImageFormat): Promise<Buffer> {
+  switch (format) {
+    case 'gif':
+      return withGifComment(await buildImage('gif'), PAYLOAD);
+    case 'tiff':
+      return buildImage('tiff', {
+        xmp: `<x:xmpmeta xmlns:x="adobe:ns:meta/">${PAYLOAD}</x:xmpmeta>`,
+      });
+    default:
+      return buildImage(format, { exif: { Artist: PAYLOAD } });
+  }
+}
+
+function containsText(bytes: Uint8Array, text: string): boolean {
+  return Buffer.from(bytes).includes(Buffer.from(text));
+}
+
+describe.each(Object.keys(EXTENSION) as SharpImageFormat[])('%s rebuild', (format) => {
+  const ext = EXTENSION[format];
+
+  it('returns a new file of the same format with the same pixels', async () => {
+    const input = await buildImage(format, { width: 40, height: 30 });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: `photo.${ext}` }));
+    expect(outcome.fileName).toBe(`photo.${ext}`);
+    expect(outcome.format).toBe(ext);
+    expect(outcome.modifications).toEqual(['rebuilt']);
+    expect((await sharp(outcome.bytes).metadata()).format).toBe(
+      format === 'jpeg' ? 'jpeg' : format,
+    );
+    // GIF encoders mark a transparent palette index even when no pixel uses it.
+    const dropAlpha = format === 'gif';
+    const before = await decodePixels(input, { dropAlpha });
+    const after = await decodePixels(outcome.bytes, { dropAlpha });
+    expect([after.width, after.height, after.channels]).toEqual([
+      before.width,
+      before.height,
+      before.channels,
+    ]);
+    expect(maxPixelDifference(before.data, after.data)).toBeLessThanOrEqual(TOLERANCE[format]);
+  });
+
+  it('drops EXIF and anything appended after the end of the image', async () => {
+    const input = withTrailingBytes(await withMetadata(format), PAYLOAD);
+    expect(containsText(input, PAYLOAD)).toBe(true);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: `x.${ext}` }));
+    expect(containsText(outcome.bytes, PAYLOAD)).toBe(false);
+    expect(containsText(outcome.bytes, 'Exif')).toBe(false);
+    const metadata = await sharp(outcome.bytes).metadata();
+    expect(metadata.exif).toBeUndefined();
+    expect(findImageExtras(outcome.bytes, format)).toEqual({ metadataBlocks: 0, trailingBytes: 0 });
+    expect(outcome.findings.find((f) => f.kind === 'image-metadata')?.count).toBeGreaterThan(0);
+  });
+
+  it('rejects a truncated file as invalid_file', async () => {
+    const input = await buildImage(format, { width: 64, height: 64 });
+    const outcome = await disarm({
+      bytes: input.subarray(0, Math.floor(input.length / 2)),
+      fileName: `x.${ext}`,
+    });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
+  it.skipIf(format === 'gif')('keeps the ICC profile so colours do not shift', async () => {
+    const input = await buildImage(format, { icc: 'p3' });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: `x.${ext}` }));
+    const before = await sharp(input).metadata();
+    const after = await sharp(outcome.bytes).metadata();
+    expect(before.icc).toBeDefined();
+    expect(after.icc?.subarray(128)).toEqual(before.icc?.subarray(128));
+  });
+});
+
+describe('image specifics', () => {
+  it('applies EXIF orientation to the pixels and drops the tag', async () => {
+    const input = await buildImage('jpeg', { width: 40, height: 30, orientation: 6 });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'x.jpg' }));
+    const metadata = await sharp(outcome.bytes).metadata();
+    expect([metadata.width, metadata.height]).toEqual([30, 40]);
+    expect(metadata.orientation).toBeUndefined();
+  });
+
+  it.each([
+    ['gif', 'gif'],
+    ['webp', 'webp'],
+    ['tiff', 'tif'],
+  ] as const)('keeps every frame of a multi-frame %s', async (format, ext) => {
+    const input = await buildImage(format, { frames: 3 });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: `x.${ext}` }));
+    const before = await sharp(input, { pages: -1 }).metadata();
+    const after = await sharp(outcome.bytes, { pages: -1 }).metadata();
+    expect(after.pages).toBe(3);
+    expect(after.pageHeight).toBe(before.pageHeight);
+    expect(after.delay).toEqual(before.delay);
+    expect(after.loop).toEqual(before.loop);
+  });
+
+  it('keeps 16-bit PNG depth and lossless WebP losslessness', async () => {
+    const png = cleaned(
+      await disarm({ bytes: await buildImage('png', { sixteenBit: true }), fileName: 'x.png' }),
+    );
+    expect((await sharp(png.bytes).metadata()).depth).toBe('ushort');
+    const webpIn = await buildImage('webp', { lossless: true, channels: 4 });
+    const webp = cleaned(await disarm({ bytes: webpIn, fileName: 'x.webp' }));
+    expect(Buffer.from(webp.bytes).includes(Buffer.from('VP8L'))).toBe(true);
+    expect(
+      maxPixelDifference((await decodePixels(webpIn)).data, (await decodePixels(webp.bytes)).data),
+    ).toBe(0);
+  });
+
+  it('counts PNG text chunks and JPEG comments and XMP as metadata', async () => {
+    const png = withPngChunks(await buildImage('png'), [
+      pngChunk('tEXt', `Comment\0${PAYLOAD}`),
+      pngChunk('iTXt', `XML:com.adobe.xmp\0\0\0\0\0<x:xmpmeta/>`),
+    ]);
+    const pngOut = cleaned(await disarm({ bytes: png, fileName: 'x.png' }));
+    expect(pngOut.findings).toContainEqual({ kind: 'image-metadata', count: 2 });
+    expect(containsText(pngOut.bytes, PAYLOAD)).toBe(false);
+
+    const jpeg = withJpegSegments(await buildImage('jpeg'), [
+      jpegSegment(0xfe, PAYLOAD),
+      jpegSegment(0xe1, `http://ns.adobe.com/xap/1.0/\0<x:xmpmeta>${PAYLOAD}</x:xmpmeta>`),
+      jpegSegment(0xed, `Photoshop 3.0\u00008BIM${PAYLOAD}`),
+    ]);
+    const jpegOut = cleaned(await disarm({ bytes: jpeg, fileName: 'x.jpeg' }));
+    expect(jpegOut.findings).toContainEqual({ kind: 'image-metadata', count: 3 });
+    expect(containsText(jpegOut.bytes, PAYLOAD)).toBe(false);
+  });
+
+  it('rejects a pixel bomb from its header, before decoding', async () => {
+    const outcome = await disarm({ bytes: pngPixelBomb(100_000, 100_000), fileName: 'bomb.png' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+  });
+
+  it('honours a lower pixel limit', async () => {
+    const input = await buildImage('png', { width: 100, height: 100 });
+    const outcome = await disarm(
+      { bytes: input, fileName: 'x.png' },
+      { limits: { maxPixels: 9_999 } },
+    );
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/10000 pixels/);
+  });
+
+  it('rebuilds BMP through its own codec and drops appended data', async () => {
+    const pixels = new Uint8Array(4 * 3 * 3).map((_, i) => (i * 37) % 256);
+    const input = withTrailingBytes(
+      encodeBmp({ width: 4, height: 3, channels: 3, data: pixels }),
+      PAYLOAD,
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'x.BMP' }));
+    expect(outcome.format).toBe('bmp');
+    expect(containsText(outcome.bytes, PAYLOAD)).toBe(false);
+    expect(outcome.findings).toContainEqual({ kind: 'trailing-data', count: 1 });
+  });
+});

@@ -1,0 +1,35 @@
+import { DisarmError } from '../errors.ts';
+import type { FormatFamily } from '../formats.ts';
+import { archiveHandler } from './archive/handler.ts';
+import { imageHandler } from './image/rebuild.ts';
+import type { FormatHandler } from './types.ts';
+
+/**
+ * A family whose rebuild has not shipped yet. It fails the file as a fault — never passes it
+ * through, never rejects it as if the file were at fault.
+ */
+function notYetSupported(family: FormatFamily): FormatHandler {
+  return {
+    family,
+    rebuild(input) {
+      return Promise.reject(
+        new DisarmError(
+          'ERR_NOT_YET_SUPPORTED',
+          `rebuilding .${input.format.extension} files (${family}) is not yet supported by this engine version`,
+        ),
+      );
+    },
+  };
+}
+
+/** One handler per family; the allowlist in `formats.ts` maps every extension to one of these. */
+export const HANDLERS: Readonly<Record<FormatFamily, FormatHandler>> = {
+  image: imageHandler,
+  archive: archiveHandler,
+  pdf: notYetSupported('pdf'),
+  ooxml: notYetSupported('ooxml'),
+  odf: notYetSupported('odf'),
+  cfb: notYetSupported('cfb'),
+  rtf: notYetSupported('rtf'),
+  markup: notYetSupported('markup'),
+};

@@ -1,0 +1,68 @@
+import type { Finding } from '../findings.ts';
+import type { FormatFamily, FormatRow } from '../formats.ts';
+import type { Deadline, ExpansionBudget, Limits } from '../limits.ts';
+import type { Policy } from '../policy.ts';
+import type { Scanner } from '../scan/scanner.ts';
+
+/** A file or archive member on its way through the engine. */
+export interface FileInput {
+  readonly bytes: Uint8Array;
+  /** Name with extension; for members, the path inside the archive. */
+  readonly fileName: string;
+}
+
+/** A file whose content has been checked against its allowlist row. */
+export interface DetectedFile extends FileInput {
+  readonly format: FormatRow;
+}
+
+/** A rebuilt file, ready to return or to put into a rebuilt archive. */
+export interface RebuiltFile {
+  readonly bytes: Uint8Array;
+  /** Name it is returned under (new extension when converted). */
+  readonly fileName: string;
+  readonly format: FormatRow;
+  readonly converted: boolean;
+  readonly findings: readonly Finding[];
+}
+
+/** What a handler returns: the new bytes, in the row's output format, and what it removed. */
+export interface HandlerOutput {
+  readonly bytes: Uint8Array;
+  readonly findings: readonly Finding[];
+}
+
+/** Everything one `disarm()` call shares across its recursion into archives. */
+export interface EngineContext {
+  readonly limits: Limits;
+  readonly policy: Policy;
+  readonly scanners: readonly Scanner[];
+  readonly deadline: Deadline;
+  readonly budget: ExpansionBudget;
+  readonly signal: AbortSignal;
+  /** 0 for the submitted file, 1 for members of a top-level archive, and so on. */
+  readonly depth: number;
+  /** SHA-256 of every enclosing archive, to refuse archives that contain themselves. */
+  readonly ancestors: readonly string[];
+  /**
+   * Runs a member through the whole engine (scan, detect, rebuild) one level deeper.
+   * @throws {Rejection} when the member is rejected.
+   */
+  processMember(input: FileInput, archiveHash: string): Promise<RebuiltFile>;
+  /**
+   * Scans a member and, if it is itself an archive, its members, without rebuilding: used after
+   * an archive is already lost to another reason, so a threat further on still wins.
+   * @returns the threat names found.
+   */
+  scanMember(input: FileInput, archiveHash: string): Promise<readonly string[]>;
+}
+
+/** Rebuilds one family of formats. One folder under `handlers/`, one row in the registry. */
+export interface FormatHandler {
+  readonly family: FormatFamily;
+  /**
+   * Builds a new file from the known-safe parts of `input`.
+   * @throws {Rejection} for properties of the file; any other error is a fault.
+   */
+  rebuild(input: DetectedFile, context: EngineContext): Promise<HandlerOutput>;
+}

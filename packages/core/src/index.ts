@@ -1,0 +1,23 @@
+export { disarm } from './disarm.ts';
+export type { DisarmOptions, DisarmSource } from './disarm.ts';
+export type { CleanedOutcome, Modification, Outcome, RejectedOutcome } from './outcome.ts';
+export { mediaTypeOf } from './outcome.ts';
+export { DisarmError, isDisarmError } from './errors.ts';
+export type { DisarmErrorCode } from './errors.ts';
+export { REJECTION_REASONS } from './reasons.ts';
+export type { RejectionReason } from './reasons.ts';
+export { FINDING_KINDS } from './findings.ts';
+export type { Finding, FindingKind } from './findings.ts';
+export type { Policy, PolicyAction } from './policy.ts';
+export { DEFAULT_LIMITS, resolveLimits } from './limits.ts';
+export type { Limits } from './limits.ts';
+export {
+  FORMATS,
+  extensionOf,
+  formatForFileName,
+  isSupportedFileName,
+  outputFileName,
+} from './formats.ts';
+export type { ContentKind, FormatFamily, FormatRow, SupportedExtension } from './formats.ts';
+export { builtinScanner, EICAR_THREAT_NAME, isEicar } from './scan/eicar.ts';
+export type { ScanContext, Scanner } from './scan/scanner.ts';

@@ -1,0 +1,169 @@
+import { DisarmError } from './errors.ts';
+import { Rejection } from './_internal/rejection.ts';
+
+/**
+ * Bounds on the work one file may cause. Exceeding a size, pixel or expansion bound rejects the
+ * file with `file_too_large`; too deep nesting or too many entries is `policy_violation`; running
+ * out of time throws {@link DisarmError} `ERR_TIMEOUT`.
+ */
+export interface Limits {
+  /**
+   * Ceiling on content bytes: the submitted file, everything an archive expands to (nested
+   * archives included), and the rebuilt output. Pass the plan's ceiling here.
+   * @default 104_857_600 (100 MiB, the multipart lane's ceiling)
+   */
+  readonly maxBytes: number;
+  /**
+   * How deep archives may nest: 1 allows a zip of files, 2 a zip holding a zip of files.
+   * @default 5
+   */
+  readonly maxDepth: number;
+  /** Entries in one archive (directories included). @default 10_000 */
+  readonly maxEntries: number;
+  /**
+   * Largest expansion of one archive member over its compressed size; checked only for members
+   * that expand past {@link EXPANSION_RATIO_FLOOR_BYTES}, so small, very compressible files pass.
+   * @default 1_000
+   */
+  readonly maxExpansionRatio: number;
+  /** Pixels of one image, all frames and pages counted. @default 100_000_000 */
+  readonly maxPixels: number;
+  /** Wall-clock budget for the whole file in milliseconds. @default 120_000 */
+  readonly timeoutMs: number;
+}
+
+/** Members smaller than this when expanded are not held to `maxExpansionRatio`. */
+export const EXPANSION_RATIO_FLOOR_BYTES = 1024 * 1024;
+
+/** The defaults of {@link Limits}. */
+export const DEFAULT_LIMITS: Limits = Object.freeze({
+  maxBytes: 100 * 1024 * 1024,
+  maxDepth: 5,
+  maxEntries: 10_000,
+  maxExpansionRatio: 1_000,
+  maxPixels: 100_000_000,
+  timeoutMs: 120_000,
+});
+
+/** Fills in defaults and checks the values; a bad value is a programming error (`TypeError`). */
+export function resolveLimits(overrides: Partial<Limits> = {}): Limits {
+  const limits: Limits = { ...DEFAULT_LIMITS, ...stripUndefined(overrides) };
+  for (const [name, value] of Object.entries(limits as unknown as Record<string, unknown>)) {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+      throw new TypeError(`limits.${name} must be a positive safe integer, got ${String(value)}`);
+    }
+  }
+  return Object.freeze(limits);
+}
+
+function stripUndefined(values: Partial<Limits>): Partial<Limits> {
+  const entries: [string, unknown][] = Object.entries(values);
+  return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
+}
+
+/**
+ * The wall clock and cancellation of one `disarm()` call. Long loops call {@link check}, so a file
+ * that would take too long stops with `ERR_TIMEOUT` instead of hanging.
+ */
+export class Deadline {
+  readonly #expiresAt: number;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(timeoutMs: number, signal?: AbortSignal) {
+    this.#expiresAt = Date.now() + timeoutMs;
+    this.#signal = signal;
+  }
+
+  /** Milliseconds left, at least 0. */
+  remainingMs(): number {
+    return Math.max(0, this.#expiresAt - Date.now());
+  }
+
+  /** Throws `ERR_TIMEOUT` when the budget is spent or the caller aborted. */
+  check(): void {
+    if (this.#signal?.aborted === true) {
+      throw new DisarmError('ERR_TIMEOUT', 'processing was aborted by the caller', {
+        cause: this.#signal.reason,
+      });
+    }
+    if (Date.now() >= this.#expiresAt) {
+      throw new DisarmError('ERR_TIMEOUT', 'processing did not finish within the time budget');
+    }
+  }
+
+  /**
+   * Runs `work`, rejecting with `ERR_TIMEOUT` as soon as the budget runs out or the caller aborts,
+   * even when `work` itself cannot be interrupted (a native codec call). The worker pool kills a
+   * process whose abandoned work keeps running.
+   */
+  async race<T>(work: Promise<T>): Promise<T> {
+    this.check();
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const stop = new Promise<never>((_, rejectStop) => {
+      const fail = (): void => {
+        try {
+          this.check();
+          rejectStop(new DisarmError('ERR_TIMEOUT', 'processing did not finish in time'));
+        } catch (error) {
+          rejectStop(error instanceof Error ? error : new Error(String(error)));
+        }
+      };
+      timer = setTimeout(fail, this.remainingMs());
+      onAbort = fail;
+      this.#signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([work, stop]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) this.#signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+/**
+ * Counts content bytes across one file and everything nested in it, against `maxBytes`. Shared
+ * by every level of archive recursion so a bomb cannot spread its expansion over many members.
+ */
+export class ExpansionBudget {
+  readonly #maxBytes: number;
+  #used = 0;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Bytes counted so far. */
+  get used(): number {
+    return this.#used;
+  }
+
+  /** Bytes still allowed. */
+  get remaining(): number {
+    return Math.max(0, this.#maxBytes - this.#used);
+  }
+
+  /** Counts `bytes` more; rejects with `file_too_large` past the ceiling. */
+  consume(bytes: number, what: string): void {
+    this.#used += bytes;
+    if (this.#used > this.#maxBytes) {
+      throw new Rejection(
+        'file_too_large',
+        `${what} expands past the ${formatBytes(this.#maxBytes)} ceiling`,
+      );
+    }
+  }
+}
+
+/** `1536` -> `1.5 KiB`: sizes in details and logs. */
+export function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} bytes` : `${Number(value.toFixed(1))} ${units[unit] ?? ''}`;
+}

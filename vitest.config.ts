@@ -1,0 +1,17 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  resolve: {
+    conditions: ['@disarm/source'],
+  },
+  ssr: {
+    resolve: {
+      conditions: ['@disarm/source'],
+    },
+  },
+  test: {
+    projects: ['packages/*'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});

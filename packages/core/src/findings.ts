@@ -36,8 +36,7 @@ export const FINDING_KINDS: Readonly<Record<FindingKind, string>> = {
   'image-metadata': 'Image metadata (EXIF, XMP, IPTC, comments, text chunks, thumbnails)',
   'trailing-data': 'Bytes after the end of the format (appended payloads, polyglot tails)',
   'archive-comment': 'Archive or member comments',
-  'archive-metadata':
-    'Archive extra fields and attributes (timestamps, owners, permissions, OS fields)',
+  'archive-metadata': 'Unrecognised archive extra fields (data hidden in member or gzip headers)',
   'vba-macro': 'VBA macro project',
   'xlm-macro': 'Excel 4.0 (XLM) macro sheet',
   'odf-macro': 'OpenDocument Basic/script macros and script event listeners',

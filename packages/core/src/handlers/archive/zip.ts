@@ -158,9 +158,17 @@ async function checkLayout(listing: ZipListing, archiveBytes: number): Promise<v
   }
 }
 
-/** Extra fields other than ZIP64 sizes (0x0001) carry OS metadata the rebuild drops. */
+/**
+ * APPNOTE 4.5/4.6 extra fields every archiver writes (ZIP64 sizes, NTFS and Unix timestamps and
+ * owners, Info-ZIP Unicode names, the JAR marker). They are dropped silently; any other extra
+ * field is data hidden in a member header and is reported.
+ */
+const ORDINARY_EXTRA_FIELDS = new Set([
+  0x0001, 0x000a, 0x000d, 0x5455, 0x5855, 0x7855, 0x7875, 0x7075, 0x6375, 0xcafe,
+]);
+
 function hasForeignExtraFields(member: ZipMember): boolean {
-  return member.entry.extraFields.some((field) => field.id !== 0x0001);
+  return member.entry.extraFields.some((field) => !ORDINARY_EXTRA_FIELDS.has(field.id));
 }
 
 function toWriteEntry(

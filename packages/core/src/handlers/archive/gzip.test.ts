@@ -1,0 +1,165 @@
+import { buildGzip, buildImage, buildZip, EICAR_TEST_FILE, gzipBomb } from '@disarm/fixtures';
+import yauzl from 'yauzl';
+import { describe, expect, it } from 'vitest';
+
+import { disarm } from '../../disarm.ts';
+import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import { parseGzipHeader } from './gzip.ts';
+
+const MiB = 1024 * 1024;
+
+function cleaned(outcome: Outcome): CleanedOutcome {
+  if (outcome.status !== 'cleaned')
+    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
+  return outcome;
+}
+
+async function names(zip: Uint8Array): Promise<string[]> {
+  const file = await yauzl.fromBufferPromise(Buffer.from(zip), { lazyEntries: true });
+  const found: string[] = [];
+  for await (const entry of file.eachEntry()) found.push(entry.fileName);
+  return found;
+}
+
+describe('gz rebuild', () => {
+  it('returns the rebuilt inner file inside a zip named after FNAME', async () => {
+    const png = await buildImage('png', { exif: { Artist: 'x' } });
+    const input = buildGzip(png, {
+      fileName: 'photo.png',
+      comment: 'hi',
+      modifiedAt: new Date('2020-01-01'),
+    });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'photo.png.gz' }));
+    expect(outcome.fileName).toBe('photo.png.zip');
+    expect(outcome.format).toBe('zip');
+    expect(outcome.mediaType).toBe('application/zip');
+    expect(outcome.modifications).toEqual(['rebuilt', 'converted']);
+    expect(await names(outcome.bytes)).toEqual(['photo.png']);
+    expect(outcome.findings).toEqual(
+      expect.arrayContaining([
+        { kind: 'archive-comment', count: 1 },
+        { kind: 'image-metadata', count: 1 },
+      ]),
+    );
+  });
+
+  it('names the inner file from the outer name when FNAME is absent', async () => {
+    const input = buildGzip(await buildImage('jpeg'));
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'scan.jpg.GZ' }));
+    expect(await names(outcome.bytes)).toEqual(['scan.jpg']);
+  });
+
+  it('infers the extension from the content when no name carries one', async () => {
+    const input = buildGzip(await buildImage('png'));
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'blob.gz' }));
+    expect(await names(outcome.bytes)).toEqual(['blob.png']);
+  });
+
+  it('keeps only the last segment of a FNAME that holds a path', async () => {
+    const input = buildGzip(await buildImage('png'), { fileName: '../../etc/evil.png' });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'x.gz' }));
+    expect(await names(outcome.bytes)).toEqual(['evil.png']);
+  });
+
+  it('rebuilds a zip inside a gzip', async () => {
+    const zip = await buildZip([{ name: 'a.gif', data: await buildImage('gif') }]);
+    const outcome = cleaned(
+      await disarm({
+        bytes: buildGzip(zip, { fileName: 'bundle.zip' }),
+        fileName: 'bundle.zip.gz',
+      }),
+    );
+    expect(await names(outcome.bytes)).toEqual(['bundle.zip']);
+  });
+
+  it('refuses a tar inside as unsupported_file_type, whatever its name', async () => {
+    const tar = Buffer.alloc(1024);
+    tar.write('x.png', 0);
+    tar.write('ustar', 257);
+    for (const fileName of ['x.tar', 'x.png', undefined]) {
+      const input = buildGzip(tar, fileName === undefined ? {} : { fileName });
+      expect(await disarm({ bytes: input, fileName: 'x.tgz.gz' })).toMatchObject({
+        status: 'rejected',
+        reason: 'unsupported_file_type',
+      });
+    }
+  });
+
+  it('refuses an inner file of an unsupported type', async () => {
+    const input = buildGzip('plain text', { fileName: 'notes.txt' });
+    expect(await disarm({ bytes: input, fileName: 'notes.txt.gz' })).toMatchObject({
+      status: 'rejected',
+      reason: 'unsupported_file_type',
+    });
+  });
+
+  it('reports EICAR inside as a threat, even without a usable name', async () => {
+    for (const options of [{ fileName: 'eicar.com' }, {}]) {
+      const outcome = await disarm({
+        bytes: buildGzip(EICAR_TEST_FILE, options),
+        fileName: 'x.gz',
+      });
+      expect(outcome).toMatchObject({
+        status: 'rejected',
+        reason: 'threat_detected',
+        threatNames: ['EICAR-Test-File'],
+      });
+    }
+  });
+
+  it('stops a 1 GiB gzip bomb at the ceiling', async () => {
+    const outcome = await disarm({ bytes: gzipBomb(1024 * MiB), fileName: 'bomb.gz' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+  });
+
+  it('honours a lower ceiling', async () => {
+    const outcome = await disarm(
+      { bytes: gzipBomb(8 * MiB), fileName: 'bomb.gz' },
+      { limits: { maxBytes: 4 * MiB } },
+    );
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+  });
+
+  it.each([
+    [
+      'truncated data',
+      () => buildGzip(Buffer.alloc(5000, 1), { fileName: 'a.png' }).subarray(0, 40),
+    ],
+    [
+      'a corrupt deflate stream',
+      () => buildGzip('x', { fileName: 'a.png', rawDeflate: Buffer.from([0xff, 0xff, 0xff]) }),
+    ],
+    ['reserved flag bits', () => buildGzip('x', { fileName: 'a.png', extraFlags: 0x20 })],
+    ['a header cut short', () => Buffer.from([0x1f, 0x8b, 8, 0, 0, 0])],
+    [
+      'an unterminated FNAME',
+      () =>
+        Buffer.concat([
+          Buffer.from([0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 3]),
+          Buffer.alloc(9000, 0x41),
+        ]),
+    ],
+  ])('rejects %s as invalid_file', async (_label, make) => {
+    expect(await disarm({ bytes: make(), fileName: 'x.gz' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+    });
+  });
+
+  it('parses every optional header field', () => {
+    const header = parseGzipHeader(
+      buildGzip('x', {
+        fileName: 'caf\u00e9.png',
+        comment: 'c',
+        extra: Buffer.from([1, 2, 3]),
+        modifiedAt: new Date(86_400_000),
+      }),
+    );
+    expect(header).toEqual({
+      fileName: 'caf\u00e9.png',
+      modifiedAt: new Date(86_400_000),
+      hasComment: true,
+      hasExtra: true,
+    });
+  });
+});

@@ -1,0 +1,348 @@
+import {
+  buildImage,
+  buildRawZip,
+  buildZip,
+  deflateBomb,
+  EICAR_TEST_FILE,
+  TEXT_FIXTURES,
+} from '@disarm/fixtures';
+import sharp from 'sharp';
+import yauzl from 'yauzl';
+import { describe, expect, it } from 'vitest';
+
+import { disarm } from '../../disarm.ts';
+import type { DisarmOptions } from '../../disarm.ts';
+import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+
+const MiB = 1024 * 1024;
+
+interface ListedEntry {
+  name: string;
+  comment: number;
+  extra: number;
+  size: number;
+  data: Buffer;
+}
+
+/** Reads a zip back with an independent reader (yauzl, strict names). */
+async function listZip(bytes: Uint8Array): Promise<{ entries: ListedEntry[]; comment: number }> {
+  const zip = await yauzl.fromBufferPromise(Buffer.from(bytes), {
+    lazyEntries: true,
+    strictFileNames: true,
+  });
+  const entries: ListedEntry[] = [];
+  for await (const entry of zip.eachEntry()) {
+    const stream = await zip.openReadStreamPromise(entry);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
+    entries.push({
+      name: entry.fileName,
+      comment: entry.fileCommentLength,
+      extra: entry.extraFieldLength,
+      size: entry.uncompressedSize,
+      data: Buffer.concat(chunks),
+    });
+  }
+  return { entries, comment: zip.comment.length };
+}
+
+function cleaned(outcome: Outcome): CleanedOutcome {
+  if (outcome.status !== 'cleaned')
+    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
+  return outcome;
+}
+
+async function run(bytes: Uint8Array, options?: DisarmOptions): Promise<Outcome> {
+  return disarm({ bytes, fileName: 'archive.zip' }, options);
+}
+
+describe('zip rebuild', () => {
+  it('rebuilds every member into a fresh archive with nothing around it', async () => {
+    const png = await buildImage('png', { exif: { Artist: 'secret' } });
+    const jpeg = await buildImage('jpeg');
+    const input = await buildZip(
+      [
+        { name: 'photos/', directory: true },
+        { name: 'photos/a.png', data: png, comment: 'member comment' },
+        { name: 'photos/b.JPG', data: jpeg },
+      ],
+      { comment: 'archive comment' },
+    );
+    const outcome = cleaned(await run(Buffer.concat([input])));
+    expect(outcome.fileName).toBe('archive.zip');
+    expect(outcome.modifications).toEqual(['rebuilt']);
+    const output = Buffer.from(outcome.bytes);
+    expect(output.subarray(0, 4)).toEqual(Buffer.from('PK\x03\x04', 'latin1'));
+    // APPNOTE 4.3.16: the end record is the last thing in the file and has no comment.
+    expect(output.readUInt32LE(output.length - 22)).toBe(0x06054b50);
+    const listed = await listZip(output);
+    expect(listed.comment).toBe(0);
+    expect(listed.entries.map((entry) => entry.name)).toEqual([
+      'photos/',
+      'photos/a.png',
+      'photos/b.JPG',
+    ]);
+    for (const entry of listed.entries) {
+      expect(entry.comment).toBe(0);
+      expect(entry.extra).toBe(0);
+    }
+    const rebuiltPng = listed.entries[1]?.data ?? Buffer.alloc(0);
+    expect((await sharp(rebuiltPng).metadata()).exif).toBeUndefined();
+    expect(rebuiltPng.includes(Buffer.from('secret'))).toBe(false);
+    expect(outcome.findings).toEqual(
+      expect.arrayContaining([
+        { kind: 'archive-comment', count: 2 },
+        { kind: 'image-metadata', count: 1 },
+      ]),
+    );
+  });
+
+  it('returns an empty archive for an empty one', async () => {
+    const outcome = cleaned(await run(buildRawZip([])));
+    expect((await listZip(outcome.bytes)).entries).toEqual([]);
+  });
+
+  it('rejects the whole archive when one member is an unsupported type', async () => {
+    const input = await buildZip([
+      { name: 'a.png', data: await buildImage('png') },
+      { name: 'notes.txt', data: 'hello' },
+    ]);
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'unsupported_file_type' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/notes\.txt/);
+  });
+
+  it('rejects the whole archive when one member is not what its name says', async () => {
+    const input = await buildZip([{ name: 'fake.png', data: await buildImage('jpeg') }]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
+  it('reports a threat even in a member of an unsupported type, and after another rejection', async () => {
+    const direct = await buildZip([{ name: 'eicar.com', data: EICAR_TEST_FILE }]);
+    expect(await run(direct)).toMatchObject({
+      status: 'rejected',
+      reason: 'threat_detected',
+      threatNames: ['EICAR-Test-File'],
+    });
+    const later = await buildZip([
+      { name: 'readme.txt', data: 'unsupported, seen first' },
+      { name: 'inner.zip', data: await buildZip([{ name: 'x.png', data: EICAR_TEST_FILE }]) },
+    ]);
+    expect(await run(later)).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
+  });
+
+  it('finds threats in nested archives', async () => {
+    const inner = await buildZip([{ name: 'eicar.com', data: EICAR_TEST_FILE }]);
+    const outer = await buildZip([{ name: 'level1/inner.zip', data: inner }]);
+    expect(await run(outer)).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
+  });
+
+  it('rebuilds nested archives recursively', async () => {
+    const inner = await buildZip([{ name: 'pic.gif', data: await buildImage('gif') }]);
+    const outcome = cleaned(await run(await buildZip([{ name: 'inner.zip', data: inner }])));
+    const outer = await listZip(outcome.bytes);
+    const nested = await listZip(outer.entries[0]?.data ?? Buffer.alloc(0));
+    expect(nested.entries.map((entry) => entry.name)).toEqual(['pic.gif']);
+  });
+
+  it.each([
+    ['ZipCrypto (flag bit 0)', { flags: 1 }],
+    ['WinZip AES (method 99)', { method: 99 }],
+  ])('reports an encrypted member (%s) as password_protected', async (_label, fields) => {
+    const input = buildRawZip([
+      { name: 'ok.png', data: await buildImage('png') },
+      // A ZipCrypto member starts with its 12-byte encryption header (APPNOTE 6.1.3).
+      {
+        name: 'secret.png',
+        data: 'xxxxxxxxxxxxxxxxxxxxxx',
+        declaredUncompressedSize: 10,
+        ...fields,
+      },
+    ]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'password_protected' });
+  });
+
+  it('reports strong encryption as password_protected', async () => {
+    const input = buildRawZip([{ name: 'x.png', data: 'x', flags: 0x41 }]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'password_protected' });
+  });
+
+  it.each([
+    ['a ../ traversal', '../../etc/cron.d/x.png'],
+    ['a ..\\ traversal', '..\\..\\windows\\x.png'],
+    ['a traversal in the middle', 'a/b/../../../x.png'],
+    ['an absolute path', '/tmp/x.png'],
+    ['a backslash absolute path', '\\tmp\\x.png'],
+    ['a drive letter', 'C:/Windows/x.png'],
+    ['a control character', 'a\u0001b.png'],
+  ])('refuses %s as policy_violation', async (_label, name) => {
+    const input = buildRawZip([{ name, data: await buildImage('png') }]);
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it('refuses a traversal hidden in the Info-ZIP Unicode Path extra field', async () => {
+    const unicodeName = Buffer.from('../evil.png');
+    const extra = Buffer.alloc(4 + 5 + unicodeName.length);
+    extra.writeUInt16LE(0x7075, 0);
+    extra.writeUInt16LE(5 + unicodeName.length, 2);
+    extra[4] = 1;
+    // APPNOTE 4.6.9: the CRC-32 of the name bytes ties the Unicode name to the record.
+    const { crc32 } = await import('node:zlib');
+    extra.writeUInt32LE(crc32(Buffer.from('good.png')), 5);
+    unicodeName.copy(extra, 9);
+    const input = buildRawZip([{ name: Buffer.from('good.png'), data: 'x', extra }]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it.each([
+    ['a symbolic link', 0o120777],
+    ['a FIFO', 0o010644],
+    ['a device', 0o020644],
+  ])('refuses %s as policy_violation', async (_label, unixMode) => {
+    const input = buildRawZip([{ name: 'link.png', data: '/etc/passwd', unixMode }]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it('refuses an NTFS reparse point', async () => {
+    const input = buildRawZip([{ name: 'j.png', data: 'x', dosAttributes: 0x400 }]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it.each([
+    ['identical names', ['a.png', 'a.png']],
+    ['names differing in case', ['Photo.png', 'photo.PNG']],
+    ['NFC and NFD forms of one name', ['caf\u00e9.png', 'cafe\u0301.png']],
+    ['a file used as a directory', ['a.png', 'a.png/b.png']],
+    ['names equal after normalising separators', ['dir/a.png', 'dir\\a.png']],
+  ])('refuses %s as policy_violation', async (_label, names) => {
+    const png = await buildImage('png');
+    const input = buildRawZip(names.map((name) => ({ name, data: png })));
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it('refuses archives nested deeper than the limit', async () => {
+    let bytes: Buffer = await buildZip([{ name: 'x.png', data: await buildImage('png') }]);
+    for (let level = 0; level < 3; level += 1)
+      bytes = await buildZip([{ name: `l${level}.zip`, data: bytes }]);
+    expect(cleaned(await run(bytes, { limits: { maxDepth: 4 } })).format).toBe('zip');
+    expect(await run(bytes, { limits: { maxDepth: 3 } })).toMatchObject({
+      status: 'rejected',
+      reason: 'policy_violation',
+    });
+  });
+
+  it('refuses more entries than the limit before reading any', async () => {
+    const input = buildRawZip(
+      Array.from({ length: 50 }, (_, i) => ({ name: `f${i}.png`, data: '' })),
+    );
+    const outcome = await run(input, { limits: { maxEntries: 49 } });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/50 entries/);
+  });
+
+  it('rebuilds an archive of thousands of small images', async () => {
+    const gif = await buildImage('gif', { width: 2, height: 2 });
+    const input = await buildZip(
+      Array.from({ length: 2000 }, (_, i) => ({ name: `d${i % 10}/i${i}.gif`, data: gif })),
+    );
+    const outcome = cleaned(await run(input));
+    expect((await listZip(outcome.bytes)).entries).toHaveLength(2000 + 0);
+  });
+
+  it('refuses a 1 GiB bomb whose sizes are declared, before inflating', async () => {
+    const bomb = deflateBomb(1024 * MiB);
+    const input = buildRawZip([
+      { name: 'zeros.png', method: 8, rawCompressed: bomb, declaredUncompressedSize: 1024 * MiB },
+    ]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+  });
+
+  it('refuses members whose total expansion passes the ceiling', async () => {
+    const chunk = deflateBomb(8 * MiB);
+    const input = buildRawZip(
+      Array.from({ length: 4 }, (_, i) => ({
+        name: `z${i}.png`,
+        method: 8,
+        rawCompressed: chunk,
+        declaredUncompressedSize: 8 * MiB,
+      })),
+    );
+    const outcome = await run(input, { limits: { maxBytes: 30 * MiB, maxExpansionRatio: 1e9 } });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+  });
+
+  it('refuses a member past the expansion ratio', async () => {
+    const input = buildRawZip([
+      {
+        name: 'z.png',
+        method: 8,
+        rawCompressed: deflateBomb(16 * MiB),
+        declaredUncompressedSize: 16 * MiB,
+      },
+    ]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+  });
+
+  it('refuses a member that inflates past the size it declares', async () => {
+    const input = buildRawZip([
+      {
+        name: 'z.png',
+        method: 8,
+        rawCompressed: deflateBomb(64 * MiB),
+        declaredUncompressedSize: 1000,
+      },
+    ]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
+  it('refuses overlapping members (a non-recursive zip bomb)', async () => {
+    const png = await buildImage('png');
+    const input = buildRawZip([
+      { name: 'a.png', data: png },
+      { name: 'b.png', shareDataWith: 0 },
+      { name: 'c.png', shareDataWith: 0 },
+    ]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+  });
+
+  it('refuses unsupported compression methods', async () => {
+    const input = buildRawZip([{ name: 'a.png', data: 'BZh91AY&SY', method: 12 }]);
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'unsupported_file_type' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/bzip2/);
+  });
+
+  it.each([
+    [
+      'a truncated archive',
+      async () =>
+        (await buildZip([{ name: 'a.png', data: await buildImage('png') }])).subarray(0, 60),
+    ],
+    [
+      'random bytes after a zip signature',
+      () => Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(500, 7)]),
+    ],
+    [
+      'a corrupt central directory',
+      () => {
+        const zip = buildRawZip([{ name: 'a.png', data: 'x' }]);
+        zip.writeUInt32LE(0xdeadbeef, zip.length - 22 - 46 - 5);
+        return zip;
+      },
+    ],
+  ])('rejects %s as invalid_file', async (_label, make) => {
+    expect(await run(await make())).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
+  it.each([
+    [
+      'data before the first member (an HTML/zip polyglot)',
+      { prefix: Buffer.from(TEXT_FIXTURES.html) },
+    ],
+    ['data after the end record', { suffix: Buffer.from(TEXT_FIXTURES.html) }],
+  ])('rejects %s as invalid_file', async (_label, options) => {
+    const input = buildRawZip([{ name: 'a.png', data: await buildImage('png') }], options);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+});

@@ -1,0 +1,133 @@
+import {
+  buildGzip,
+  buildImage,
+  buildZip,
+  withGifComment,
+  withTrailingBytes,
+} from '@disarm/fixtures';
+import { describe, expect, it } from 'vitest';
+
+import { disarm } from '../disarm.ts';
+import { isDisarmError } from '../errors.ts';
+import { FORMATS } from '../formats.ts';
+import type { FormatFamily } from '../formats.ts';
+import { encodeBmp } from './image/bmp/encode.ts';
+import { HANDLERS } from './registry.ts';
+
+type Make = () => Promise<Uint8Array> | Uint8Array;
+
+/** Every rebuilt format needs a clean file, one with active content, and a corrupt one. */
+interface FormatCases {
+  readonly clean: Make;
+  /** Content the rebuild must remove (reported as findings). */
+  readonly active: Make;
+  readonly corrupt: Make;
+}
+
+const PAYLOAD = '<script>alert(1)</script>';
+const bmp = (): Uint8Array =>
+  encodeBmp({ width: 3, height: 2, channels: 3, data: new Uint8Array(18).fill(90) });
+const truncate =
+  (make: Make): Make =>
+  async () => {
+    const bytes = await make();
+    return bytes.subarray(0, Math.ceil(bytes.length / 2));
+  };
+const image = (format: 'jpeg' | 'png' | 'gif' | 'webp' | 'tiff'): FormatCases => ({
+  clean: () => buildImage(format, { width: 48, height: 48 }),
+  active: async () =>
+    format === 'gif'
+      ? withGifComment(await buildImage('gif'), PAYLOAD)
+      : format === 'tiff'
+        ? buildImage('tiff', { xmp: `<x:xmpmeta xmlns:x="adobe:ns:meta/">${PAYLOAD}</x:xmpmeta>` })
+        : buildImage(format, { exif: { ImageDescription: PAYLOAD } }),
+  corrupt: truncate(() => buildImage(format, { width: 48, height: 48 })),
+});
+
+const CASES: Readonly<Record<string, FormatCases>> = {
+  jpg: image('jpeg'),
+  jpeg: image('jpeg'),
+  png: image('png'),
+  gif: image('gif'),
+  webp: image('webp'),
+  tif: image('tiff'),
+  tiff: image('tiff'),
+  bmp: { clean: bmp, active: () => withTrailingBytes(bmp(), PAYLOAD), corrupt: truncate(bmp) },
+  zip: {
+    clean: async () => buildZip([{ name: 'a.png', data: await buildImage('png') }]),
+    active: async () =>
+      buildZip([{ name: 'a.jpg', data: await buildImage('jpeg', { exif: { Artist: PAYLOAD } }) }], {
+        comment: PAYLOAD,
+      }),
+    corrupt: truncate(async () => buildZip([{ name: 'a.png', data: await buildImage('png') }])),
+  },
+  gz: {
+    clean: async () => buildGzip(await buildImage('png'), { fileName: 'a.png' }),
+    active: async () =>
+      buildGzip(await buildImage('jpeg', { exif: { Artist: PAYLOAD } }), {
+        fileName: 'a.jpg',
+        comment: PAYLOAD,
+      }),
+    corrupt: truncate(async () =>
+      buildGzip(await buildImage('png', { width: 200, height: 200 }), { fileName: 'a.png' }),
+    ),
+  },
+};
+
+/** Families whose rebuild has not shipped: they must fail as a fault, never pass a file through. */
+const NOT_YET_REBUILT: ReadonlySet<FormatFamily> = new Set([
+  'pdf',
+  'ooxml',
+  'odf',
+  'cfb',
+  'rtf',
+  'markup',
+]);
+
+describe('the format registry', () => {
+  it('has a handler for every family on the allowlist', () => {
+    for (const format of FORMATS) expect(HANDLERS[format.family].family).toBe(format.family);
+  });
+
+  const rebuilt = FORMATS.filter((format) => !NOT_YET_REBUILT.has(format.family));
+
+  it('has clean, active-content and corrupt cases for every rebuilt format', () => {
+    expect(rebuilt.map((format) => format.extension).filter((ext) => !(ext in CASES))).toEqual([]);
+  });
+
+  describe.each(rebuilt.map((format) => format.extension))('.%s', (ext) => {
+    const cases = CASES[ext];
+    if (!cases) throw new Error(`no cases for .${ext}`);
+
+    it('rebuilds a clean file with nothing to report', async () => {
+      const outcome = await disarm({ bytes: await cases.clean(), fileName: `f.${ext}` });
+      expect(outcome).toMatchObject({ status: 'cleaned', findings: [] });
+    });
+
+    it('removes active content and reports it', async () => {
+      const outcome = await disarm({ bytes: await cases.active(), fileName: `f.${ext}` });
+      if (outcome.status !== 'cleaned') throw new Error(outcome.detail);
+      expect(outcome.findings.length).toBeGreaterThan(0);
+      expect(Buffer.from(outcome.bytes).includes(Buffer.from(PAYLOAD))).toBe(false);
+    });
+
+    it('rejects a corrupt file as invalid_file', async () => {
+      const outcome = await disarm({ bytes: await cases.corrupt(), fileName: `f.${ext}` });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    });
+  });
+
+  it('fails every family that is not rebuilt yet as a fault', async () => {
+    for (const family of NOT_YET_REBUILT) {
+      const format = FORMATS.find((row) => row.family === family);
+      if (!format) throw new Error(family);
+      const error: unknown = await HANDLERS[family]
+        .rebuild(
+          { bytes: new Uint8Array(1), fileName: `f.${format.extension}`, format },
+          {} as never,
+        )
+        .catch((caught: unknown) => caught);
+      expect(isDisarmError(error, 'ERR_NOT_YET_SUPPORTED')).toBe(true);
+    }
+  });
+});

@@ -5,6 +5,8 @@ export default defineProject({
   ssr: { resolve: { conditions: ['@disarm/source'] } },
   test: {
     name: 'node',
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
   },
 });

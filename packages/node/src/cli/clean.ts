@@ -1,0 +1,226 @@
+import { stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+
+import { DEFAULT_LIMITS, FINDING_KINDS } from '@disarm/core';
+import type { FindingKind, Limits, Policy, PolicyAction } from '@disarm/core';
+import { InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
+
+import { createWorkerPool, DEFAULT_MEMORY_LIMIT_BYTES } from '../pool/create-worker-pool.ts';
+import type { JobResult } from '../pool/types.ts';
+import { EXIT_CODES, UsageError } from './_exit-codes.ts';
+import type { ExitCode } from './_exit-codes.ts';
+import { collectInputs } from './_inputs.ts';
+import type { InputFile } from './_inputs.ts';
+import { createProgress } from './_progress.ts';
+import { toCleanRecord, toHumanLine } from './_report.ts';
+import type { CliContext } from './context.ts';
+
+/** Flags of `disarm clean`, as commander parses them. */
+interface CleanFlags {
+  readonly out: string;
+  readonly json?: true;
+  readonly concurrency?: number;
+  readonly policy?: Policy;
+  readonly maxBytes?: number;
+  readonly timeoutMs?: number;
+  readonly maxDepth?: number;
+  readonly progress: boolean;
+}
+
+/**
+ * Adds `disarm clean <paths...> --out DIR` to `program`: cleans files and folders in parallel on a
+ * pool of worker processes and reports one line per file. Its exit status is stored in
+ * `context.exitCode`.
+ */
+export function registerCleanCommand(program: Command, context: CliContext): void {
+  const command = program
+    .command('clean')
+    .summary('rebuild files into safe copies')
+    .description(
+      'Rebuild every file under the given paths into a safe copy under --out, in parallel ' +
+        'worker processes. Prints one line per file on stdout: cleaned, rejected (the file ' +
+        'itself is the problem) or failed (the service could not process it).',
+    )
+    .argument('<paths...>', 'files and folders to clean (folders are walked recursively)')
+    .requiredOption('-o, --out <dir>', 'folder for the cleaned copies (created when missing)')
+    .option('--json', 'print one JSON object per input file per line instead of text')
+    .option(
+      '-c, --concurrency <n>',
+      `worker processes to run at once (default: ${availableParallelism()}, the available CPUs)`,
+      parsePositiveInteger,
+    )
+    .option(
+      '--policy <kind=action>',
+      'what to do with a finding kind: strip (default) or reject; repeatable, or comma-separated',
+      parsePolicy,
+    )
+    .option(
+      '--max-bytes <n>',
+      `content ceiling in bytes, expanded archive content included (default: ${DEFAULT_LIMITS.maxBytes})`,
+      parsePositiveInteger,
+    )
+    .option(
+      '--timeout-ms <n>',
+      `time budget per file in milliseconds (default: ${DEFAULT_LIMITS.timeoutMs})`,
+      parsePositiveInteger,
+    )
+    .option(
+      '--max-depth <n>',
+      `how deep archives may nest (default: ${DEFAULT_LIMITS.maxDepth})`,
+      parsePositiveInteger,
+    )
+    .option('--no-progress', 'no progress bar (it is only ever drawn on a terminal stderr)')
+    .addHelpText('after', cleanHelpText())
+    .action(async (paths: string[]) => {
+      try {
+        context.exitCode = await clean(paths, command.opts<CleanFlags>(), context);
+      } catch (error) {
+        if (error instanceof UsageError) {
+          command.error(`error: ${error.message}`, { exitCode: EXIT_CODES.usage });
+        }
+        throw error;
+      }
+    });
+}
+
+async function clean(paths: string[], flags: CleanFlags, context: CliContext): Promise<ExitCode> {
+  const outDir = resolve(flags.out);
+  const outInfo = await stat(outDir).catch(() => undefined);
+  if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
+  const files = await collectInputs(paths, { path: outDir, display: flags.out });
+  if (files.length === 0) throw new UsageError('no files to clean under the given paths');
+
+  const limits = toLimits(flags);
+  const pool = createWorkerPool({
+    size: Math.min(flags.concurrency ?? availableParallelism(), files.length),
+  });
+  const progress = createProgress(
+    context.stderr,
+    files.length,
+    flags.progress && flags.json !== true && context.stderr.isTTY === true,
+  );
+  const counts = { cleaned: 0, rejected: 0, failed: 0 };
+  const interrupt = new AbortController();
+  const onInterrupt = (): void => {
+    interrupt.abort();
+    progress.finish();
+    void pool.close({ force: true });
+  };
+  process.once('SIGINT', onInterrupt);
+  try {
+    await Promise.all(
+      files.map(async (file) => {
+        const result = await pool.run({
+          inputPath: file.path,
+          fileName: file.fileName,
+          outputDir: file.outputDir,
+          options: flags.policy ? { limits, policy: flags.policy } : { limits },
+        });
+        if (interrupt.signal.aborted) return;
+        counts[result.status] += 1;
+        progress.advance(context.stdout, `${formatResult(file, result, flags, outDir)}\n`);
+      }),
+    );
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    progress.finish();
+    await pool.close();
+  }
+  if (interrupt.signal.aborted) return EXIT_CODES.interrupted;
+  if (flags.json !== true) {
+    context.stderr.write(
+      `${counts.cleaned} cleaned, ${counts.rejected} rejected, ${counts.failed} failed\n`,
+    );
+  }
+  if (counts.failed > 0) return EXIT_CODES.failed;
+  return counts.rejected > 0 ? EXIT_CODES.rejected : EXIT_CODES.cleaned;
+}
+
+function formatResult(
+  file: InputFile,
+  result: JobResult,
+  flags: CleanFlags,
+  outDir: string,
+): string {
+  // Shown under the --out spelling the user typed, like the inputs.
+  const output =
+    result.status === 'cleaned' ? join(flags.out, relative(outDir, result.outputPath)) : '';
+  const record = toCleanRecord(file.display, result, output);
+  return flags.json === true ? JSON.stringify(record) : toHumanLine(record);
+}
+
+function toLimits(flags: CleanFlags): Partial<Limits> {
+  return {
+    ...(flags.maxBytes === undefined ? {} : { maxBytes: flags.maxBytes }),
+    ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
+    ...(flags.maxDepth === undefined ? {} : { maxDepth: flags.maxDepth }),
+  };
+}
+
+function parsePositiveInteger(value: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < 1) {
+    throw new InvalidArgumentError('expected a positive integer');
+  }
+  return number;
+}
+
+function parsePolicy(value: string, previous: Policy | undefined): Policy {
+  const policy: Partial<Record<FindingKind, PolicyAction>> = { ...previous };
+  for (const item of value.split(',')) {
+    const [kind = '', action = '', ...rest] = item.trim().split('=');
+    if (!isFindingKind(kind)) {
+      throw new InvalidArgumentError(`unknown finding kind "${kind}" (see disarm clean --help)`);
+    }
+    if ((action !== 'strip' && action !== 'reject') || rest.length > 0) {
+      throw new InvalidArgumentError(`expected ${kind}=strip or ${kind}=reject`);
+    }
+    policy[kind] = action;
+  }
+  return policy;
+}
+
+function isFindingKind(kind: string): kind is FindingKind {
+  return Object.hasOwn(FINDING_KINDS, kind);
+}
+
+function cleanHelpText(): string {
+  const kinds = Object.entries(FINDING_KINDS).map(
+    ([kind, description]) => `  ${kind.padEnd(22)} ${description}`,
+  );
+  return `
+Output:
+  A file argument is written to DIR/<name>; the files of a folder argument keep their
+  path relative to that folder. The name changes with the format (x.gz -> x.zip).
+  An existing file is never replaced: that input fails instead. Folders are walked
+  recursively, hidden files included; symbolic links inside them are not followed.
+  --out may lie inside an input folder (it is skipped) but must not contain an input.
+
+Exit status:
+  0   every file was cleaned
+  1   at least one file was rejected, none failed
+  2   at least one file failed (timeout, crash, write error), or disarm itself failed
+  64  usage error: bad or missing option, no input, unreadable input path
+  130 interrupted (Ctrl-C)
+
+JSON lines (--json), one per input file, absent fields omitted:
+  {"input","status":"cleaned"|"rejected"|"failed","reason","threatNames","output",
+   "outputFormat","modifications","findings":[{"kind","count"}],"detail"}
+
+Policy kinds (--policy KIND=reject refuses a file carrying KIND; the default strips it):
+${kinds.join('\n')}
+
+Limits (defaults):
+  --max-bytes   ${DEFAULT_LIMITS.maxBytes} (${DEFAULT_LIMITS.maxBytes / 1024 / 1024} MiB)
+  --timeout-ms  ${DEFAULT_LIMITS.timeoutMs} (${DEFAULT_LIMITS.timeoutMs / 1000} s)
+  --max-depth   ${DEFAULT_LIMITS.maxDepth}
+  Memory        ${DEFAULT_MEMORY_LIMIT_BYTES / 1024 / 1024} MiB per worker process
+
+Examples:
+  $ disarm clean inbox --out clean
+  $ disarm clean report.docx photos --out clean --policy vba-macro=reject
+  $ disarm clean inbox --out clean --json | jq -r 'select(.status != "cleaned") | .input'
+`;
+}

@@ -1,0 +1,71 @@
+import { fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { CAN_READ_PROC_STATUS } from './_memory.ts';
+import { MEMORY_REPORT_ENV } from './_protocol.ts';
+
+/** How often a worker reports its resident set where the parent cannot read `/proc`. */
+export const MEMORY_SAMPLE_INTERVAL_MS = 100;
+
+/**
+ * This package's worker entry. From source (this file is `.ts`, under vitest or tsx) it is
+ * `src/worker.ts`; in the bundle every module sits in `dist/`, beside `worker.mjs`.
+ */
+export const DEFAULT_WORKER_MODULE: URL = import.meta.url.endsWith('.ts')
+  ? new URL('../worker.ts', import.meta.url)
+  : new URL('./worker.mjs', import.meta.url);
+
+/** How a worker process is started. */
+export interface ForkSettings {
+  /** Absolute path of the worker module. */
+  readonly modulePath: string;
+  /** `--max-old-space-size`, in MiB. */
+  readonly heapLimitMiB: number;
+  readonly output: 'stderr' | 'ignore';
+}
+
+/** Absolute path of a worker module given as a path or a `file:` URL. */
+export function toModulePath(module: string | URL): string {
+  return module instanceof URL || module.startsWith('file:') ? fileURLToPath(module) : module;
+}
+
+/** Starts one worker process with the IPC channel, heap cap and output routing of the pool. */
+export function forkWorker(settings: ForkSettings): ChildProcess {
+  const execArgv = [
+    // A TypeScript worker (development, tests) runs through tsx and resolves our packages' source.
+    ...(/\.[cm]?ts$/.test(settings.modulePath)
+      ? ['--import', tsxLoaderUrl(), '--conditions=@disarm/source']
+      : []),
+    `--max-old-space-size=${settings.heapLimitMiB}`,
+  ];
+  // The parent's stdout may carry results (`disarm clean --json`); workers only ever use stderr.
+  const stdio =
+    settings.output === 'stderr'
+      ? (['ignore', 2, 2, 'ipc'] as const)
+      : (['ignore', 'ignore', 'ignore', 'ipc'] as const);
+  return fork(settings.modulePath, [], {
+    execArgv,
+    serialization: 'advanced',
+    stdio: [...stdio],
+    env: {
+      // The pool is the parallelism: one libvips thread per worker, not one per core in each.
+      VIPS_CONCURRENCY: '1',
+      ...process.env,
+      ...(CAN_READ_PROC_STATUS ? {} : { [MEMORY_REPORT_ENV]: String(MEMORY_SAMPLE_INTERVAL_MS) }),
+    },
+  });
+}
+
+/**
+ * tsx resolved from this package, not from the child's working directory, where `--import tsx`
+ * would be looked up otherwise.
+ */
+function tsxLoaderUrl(): string {
+  try {
+    return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  } catch (cause) {
+    throw new TypeError('a TypeScript workerModule needs the tsx package installed', { cause });
+  }
+}

@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
+import { copyFile, link, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+
+import { disarm as coreDisarm, isDisarmError } from '@disarm/core';
+import type { CleanedOutcome, DisarmOptions, DisarmSource, Outcome } from '@disarm/core';
+
+import { isParentMessage, MEMORY_REPORT_ENV } from './_protocol.ts';
+import type { JobMessage, WorkerMessage } from './_protocol.ts';
+import type { JobResult } from './types.ts';
+
+/** The engine entry point a worker calls; `disarm` from `@disarm/core` unless replaced. */
+export type DisarmFunction = (source: DisarmSource, options: DisarmOptions) => Promise<Outcome>;
+
+/** Options of {@link startWorker}. */
+export interface StartWorkerOptions {
+  /**
+   * The engine call, e.g. core's `disarm` with extra scanners bound in. Scanners and other
+   * functions cannot cross the IPC channel, so a worker module is where they are configured.
+   * @default `disarm` from `@disarm/core`
+   */
+  readonly disarm?: DisarmFunction;
+}
+
+/**
+ * Serves jobs from the parent pool in this process: the body of a worker module. The process
+ * must have been forked by {@link createWorkerPool}; it exits when the pool disconnects.
+ *
+ * @example A worker module that adds a scanner, used with `createWorkerPool({ workerModule })`:
+ * ```ts
+ * import { builtinScanner, disarm } from '@disarm/core';
+ * import { startWorker } from '@disarm/node';
+ * import { clamdScanner } from './clamd.ts';
+ *
+ * startWorker({
+ *   disarm: (source, options) =>
+ *     disarm(source, { ...options, scanners: [builtinScanner, clamdScanner] }),
+ * });
+ * ```
+ * @throws {Error} when the process has no IPC channel (not started by a pool).
+ */
+export function startWorker(options: StartWorkerOptions = {}): void {
+  const send = process.send?.bind(process);
+  if (!send) throw new Error('a disarm worker must be started by createWorkerPool()');
+  const run = options.disarm ?? coreDisarm;
+  const running = new Map<number, AbortController>();
+  const reply = (message: WorkerMessage): void => {
+    // The parent may be gone (killed, closing); there is no one left to tell.
+    send(message, undefined, undefined, () => undefined);
+  };
+
+  process.on('message', (message: unknown) => {
+    if (!isParentMessage(message)) return;
+    if (message.type === 'abort') {
+      running.get(message.id)?.abort(new Error('the job was aborted'));
+      return;
+    }
+    const controller = new AbortController();
+    running.set(message.id, controller);
+    void runJob(run, message, controller.signal).then((result) => {
+      running.delete(message.id);
+      reply({ type: 'result', id: message.id, result });
+    });
+  });
+  // The pool closed or the parent died: nothing more will come.
+  process.on('disconnect', () => process.exit(0));
+  // An interactive Ctrl-C reaches the whole process group; the parent decides what stops.
+  process.on('SIGINT', () => undefined);
+  reportMemory(reply);
+  reply({ type: 'ready' });
+}
+
+function reportMemory(reply: (message: WorkerMessage) => void): void {
+  const intervalMs = Number(process.env[MEMORY_REPORT_ENV]);
+  if (!Number.isSafeInteger(intervalMs) || intervalMs <= 0) return;
+  setInterval(() => {
+    reply({ type: 'memory', rssBytes: process.memoryUsage.rss() });
+  }, intervalMs).unref();
+}
+
+async function runJob(
+  run: DisarmFunction,
+  job: JobMessage,
+  signal: AbortSignal,
+): Promise<JobResult> {
+  let outcome: Outcome;
+  try {
+    outcome = await run(
+      { path: job.inputPath, fileName: job.fileName },
+      { limits: job.limits, policy: job.policy, signal },
+    );
+  } catch (error) {
+    return isDisarmError(error, 'ERR_TIMEOUT')
+      ? { status: 'failed', reason: 'timeout', detail: error.message }
+      : { status: 'failed', reason: 'internal_error', detail: describeFault(error) };
+  }
+  if (outcome.status === 'rejected') {
+    const { reason, detail, threatNames } = outcome;
+    return threatNames === undefined
+      ? { status: 'rejected', reason, detail }
+      : { status: 'rejected', reason, detail, threatNames };
+  }
+  try {
+    const outputPath = await writeOutput(outcome, job.outputDir);
+    return {
+      status: 'cleaned',
+      outputPath,
+      fileName: outcome.fileName,
+      format: outcome.format,
+      mediaType: outcome.mediaType,
+      modifications: outcome.modifications,
+      findings: outcome.findings,
+      bytes: outcome.bytes.length,
+    };
+  } catch (error) {
+    return { status: 'failed', reason: 'internal_error', detail: describeFault(error) };
+  }
+}
+
+class OutputExistsError extends Error {}
+
+/**
+ * Writes the copy under a temporary name, then links it into place: a crash never leaves a
+ * truncated file under the final name, and an existing file (an input, an earlier copy) is never
+ * replaced.
+ */
+async function writeOutput(outcome: CleanedOutcome, outputDir: string | null): Promise<string> {
+  const folder = outputDir ?? (await mkdtemp(join(tmpdir(), 'disarm-')));
+  await mkdir(folder, { recursive: true });
+  // The name derives from the submitted one: keep only its last segment, so it cannot climb out.
+  const outputPath = join(folder, basename(outcome.fileName));
+  const partPath = join(folder, `.${randomUUID()}.part`);
+  await writeFile(partPath, outcome.bytes, { flag: 'wx' });
+  try {
+    await link(partPath, outputPath);
+  } catch (error) {
+    if (errorCode(error) === 'EEXIST') {
+      await rm(partPath, { force: true });
+      throw new OutputExistsError(`${basename(outputPath)} already exists in the output folder`);
+    }
+    // Some file systems have no hard links; an exclusive copy keeps the no-replace promise.
+    try {
+      await copyFile(partPath, outputPath, constants.COPYFILE_EXCL);
+    } catch (copyError) {
+      await rm(partPath, { force: true });
+      if (errorCode(copyError) === 'EEXIST') {
+        throw new OutputExistsError(`${basename(outputPath)} already exists in the output folder`);
+      }
+      throw copyError;
+    }
+  }
+  await rm(partPath, { force: true });
+  return outputPath;
+}
+
+function errorCode(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+}
+
+/**
+ * A detail for a fault: the engine's own messages are safe to show, and a system error adds only
+ * its errno code (`ENOENT`), never a stack or a message that could carry more.
+ */
+function describeFault(error: unknown): string {
+  if (error instanceof OutputExistsError) return error.message;
+  if (isDisarmError(error)) {
+    const code = errorCode(error.cause);
+    return typeof code === 'string' ? `${error.message} (${code})` : error.message;
+  }
+  const code = errorCode(error);
+  return typeof code === 'string'
+    ? `the worker could not read or write a file (${code})`
+    : 'the worker failed while processing the file';
+}

@@ -1,0 +1,247 @@
+import { spawn } from 'node:child_process';
+import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { FINDING_KINDS } from '@disarm/core';
+import sharp from 'sharp';
+import { beforeEach, describe, expect, it } from 'vitest';
+
+import {
+  EICAR,
+  jpegWithMetadata,
+  pngWithMetadata,
+  tempDir,
+  writeTree,
+  zipOf,
+} from './_fixtures.ts';
+
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the real CLI from source in `cwd`, as a user would from a shell. */
+function disarm(cwd: string, ...args: string[]): Promise<CliRun> {
+  const child = spawn(
+    process.execPath,
+    ['--import', TSX, '--conditions=@disarm/source', CLI, ...args],
+    { cwd, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Every stdout line as JSON, keyed by input path. */
+function parseLines(stdout: string): Map<string, Record<string, unknown>> {
+  const records = new Map<string, Record<string, unknown>>();
+  for (const line of stdout.trimEnd().split('\n')) {
+    const record = JSON.parse(line) as Record<string, unknown>;
+    records.set(String(record.input), record);
+  }
+  return records;
+}
+
+async function exifOf(path: string): Promise<Buffer | undefined> {
+  return (await sharp(await readFile(path)).metadata()).exif;
+}
+
+let cwd: string;
+
+beforeEach(async () => {
+  cwd = await tempDir();
+  const png = await pngWithMetadata();
+  await writeTree(join(cwd, 'in'), {
+    'photo.png': png,
+    '.hidden.png': png,
+    'eicar.com': EICAR,
+    'notes.txt': 'plain text',
+    'nested/deeper/photo.jpg': await jpegWithMetadata(),
+    'nested/bundle.zip': await zipOf({ 'inside.png': png }),
+  });
+  await symlink('../photo.png', join(cwd, 'in/nested/link.png'));
+});
+
+describe('disarm clean', () => {
+  it('cleans a folder tree in parallel: one JSON line per file, structure kept, exit 1', async () => {
+    const run = await disarm(cwd, 'clean', 'in', '--out', 'out', '--json', '--concurrency', '2');
+    expect(run.code).toBe(1);
+    const records = parseLines(run.stdout);
+    expect([...records.keys()].sort()).toEqual([
+      'in/.hidden.png',
+      'in/eicar.com',
+      'in/nested/bundle.zip',
+      'in/nested/deeper/photo.jpg',
+      'in/notes.txt',
+      'in/photo.png',
+    ]);
+    expect(records.get('in/photo.png')).toEqual({
+      input: 'in/photo.png',
+      status: 'cleaned',
+      output: 'out/photo.png',
+      outputFormat: 'png',
+      modifications: ['rebuilt'],
+      findings: [{ kind: 'image-metadata', count: 1 }],
+    });
+    expect(records.get('in/nested/deeper/photo.jpg')).toMatchObject({
+      status: 'cleaned',
+      output: 'out/nested/deeper/photo.jpg',
+      outputFormat: 'jpg',
+    });
+    expect(records.get('in/nested/bundle.zip')).toMatchObject({
+      status: 'cleaned',
+      output: 'out/nested/bundle.zip',
+      outputFormat: 'zip',
+    });
+    expect(records.get('in/eicar.com')).toEqual({
+      input: 'in/eicar.com',
+      status: 'rejected',
+      reason: 'threat_detected',
+      threatNames: ['EICAR-Test-File'],
+      detail: expect.stringContaining('EICAR') as string,
+    });
+    expect(records.get('in/notes.txt')).toEqual({
+      input: 'in/notes.txt',
+      status: 'rejected',
+      reason: 'unsupported_file_type',
+      detail: expect.any(String) as string,
+    });
+
+    const written = await readdir(join(cwd, 'out'), { recursive: true });
+    expect(written.sort()).toEqual([
+      '.hidden.png',
+      'nested',
+      'nested/bundle.zip',
+      'nested/deeper',
+      'nested/deeper/photo.jpg',
+      'photo.png',
+    ]);
+    expect(await exifOf(join(cwd, 'out/photo.png'))).toBeUndefined();
+    expect(await exifOf(join(cwd, 'out/nested/deeper/photo.jpg'))).toBeUndefined();
+    expect(await exifOf(join(cwd, 'in/photo.png'))).toBeDefined();
+    expect(run.stderr).toBe('');
+  });
+
+  it('prints one human line per file and exits 0 when everything was cleaned', async () => {
+    const run = await disarm(cwd, 'clean', 'in/photo.png', 'in/nested/deeper', '--out', 'out');
+    expect(run.code).toBe(0);
+    expect(run.stdout.trimEnd().split('\n').sort()).toEqual([
+      'cleaned  in/nested/deeper/photo.jpg -> out/photo.jpg (findings: image-metadata×1)',
+      'cleaned  in/photo.png -> out/photo.png (findings: image-metadata×1)',
+    ]);
+    expect(run.stderr).toContain('2 cleaned, 0 rejected, 0 failed');
+  });
+
+  it('never replaces an existing file: that input fails and the exit status is 2', async () => {
+    await mkdir(join(cwd, 'out'));
+    await writeFile(join(cwd, 'out/photo.png'), 'earlier copy');
+    const run = await disarm(cwd, 'clean', 'in/photo.png', 'in/notes.txt', '--out', 'out');
+    expect(run.code).toBe(2);
+    expect(run.stdout).toContain(
+      'failed   in/photo.png: internal_error — photo.png already exists in the output folder',
+    );
+    expect(run.stdout).toContain('rejected in/notes.txt: unsupported_file_type — ');
+    expect(await readFile(join(cwd, 'out/photo.png'), 'utf8')).toBe('earlier copy');
+  });
+
+  it('passes --policy and the limits to the engine', async () => {
+    const policed = await disarm(
+      cwd,
+      'clean',
+      'in/photo.png',
+      '--out',
+      'out',
+      '--policy',
+      'script=strip,image-metadata=reject',
+    );
+    expect(policed.code).toBe(1);
+    expect(policed.stdout).toMatch(/^rejected in\/photo\.png: policy_violation — .*image-metadata/);
+    const tooBig = await disarm(
+      cwd,
+      'clean',
+      'in/photo.png',
+      '--out',
+      'out',
+      '--json',
+      '--max-bytes',
+      '10',
+    );
+    expect(parseLines(tooBig.stdout).get('in/photo.png')).toMatchObject({
+      status: 'rejected',
+      reason: 'file_too_large',
+    });
+    expect(tooBig.code).toBe(1);
+  });
+
+  it('skips --out when it lies inside the folder being cleaned', async () => {
+    await writeTree(join(cwd, 'in/clean'), { 'earlier.png': await pngWithMetadata() });
+    const run = await disarm(cwd, 'clean', 'in', '--out', 'in/clean', '--json');
+    expect(run.code).toBe(1);
+    const inputs = [...parseLines(run.stdout).keys()];
+    expect(inputs).toHaveLength(6);
+    expect(inputs.filter((input) => input.startsWith('in/clean'))).toEqual([]);
+    expect(await readdir(join(cwd, 'in/clean'))).toContain('photo.png');
+  });
+
+  it('exits 64 on usage errors, before touching any file', async () => {
+    await mkdir(join(cwd, 'empty'));
+    const runs = await Promise.all([
+      disarm(cwd),
+      disarm(cwd, 'clean', 'in'),
+      disarm(cwd, 'clean', '--out', 'out'),
+      disarm(cwd, 'clean', 'missing.png', '--out', 'out'),
+      disarm(cwd, 'clean', 'empty', '--out', 'out'),
+      disarm(cwd, 'clean', 'in', '--out', '.'),
+      disarm(cwd, 'clean', 'in', '--out', 'in/photo.png'),
+      disarm(cwd, 'clean', 'in', '--out', 'out', '--policy', 'no-such-kind=reject'),
+      disarm(cwd, 'clean', 'in', '--out', 'out', '--max-bytes', '1.5'),
+      disarm(cwd, 'clean', 'in', '--out', 'out', '--no-such-flag'),
+    ]);
+    for (const run of runs) {
+      expect(run.code, run.stderr).toBe(64);
+      expect(run.stdout).toBe('');
+    }
+    expect(runs[3].stderr).toContain('cannot read missing.png');
+    expect(runs[5].stderr).toContain('must not contain the input in');
+    await expect(readdir(join(cwd, 'out'))).rejects.toThrow();
+  });
+
+  it('documents every option, the exit status, the policy kinds and the limits in --help', async () => {
+    const help = await disarm(cwd, 'clean', '--help');
+    expect(help.code).toBe(0);
+    for (const option of [
+      '--out <dir>',
+      '--json',
+      '--concurrency <n>',
+      '--policy <kind=action>',
+      '--max-bytes <n>',
+      '--timeout-ms <n>',
+      '--max-depth <n>',
+      '--no-progress',
+    ]) {
+      expect(help.stdout).toContain(option);
+    }
+    for (const code of ['0 ', '1 ', '2 ', '64 ']) expect(help.stdout).toContain(`\n  ${code}`);
+    for (const kind of Object.keys(FINDING_KINDS)) expect(help.stdout).toContain(`  ${kind} `);
+    expect(help.stdout).toContain('104857600');
+
+    const version = await disarm(cwd, '--version');
+    const manifest = JSON.parse(
+      await readFile(new URL('../package.json', import.meta.url), 'utf8'),
+    ) as { version: string };
+    expect(version).toEqual({ code: 0, stdout: `${manifest.version}\n`, stderr: '' });
+  });
+});

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests need when they are missing (idempotent, quiet when
+# everything is present). Needs root (or passwordless sudo) the first time on a fresh machine.
+set -euo pipefail
+
+# Debian package:command that proves it is installed. The engine itself needs none (sharp ships
+# libvips); these are the independent tools the tests use.
+REQUIRED=()
+
+missing=()
+for item in "${REQUIRED[@]+"${REQUIRED[@]}"}"; do
+  pkg="${item%%:*}"
+  probe="${item#*:}"
+  if ! command -v "$probe" >/dev/null 2>&1; then missing+=("$pkg"); fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "system packages: all present"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=""
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  sudo="sudo -n"
+else
+  echo "system packages missing: ${missing[*]} — run as root (or with passwordless sudo) once to install them" >&2
+  exit 1
+fi
+
+echo "installing system packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "installed: ${missing[*]}"

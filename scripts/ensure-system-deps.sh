@@ -5,7 +5,9 @@ set -euo pipefail
 
 # Debian package:command that proves it is installed. The engine itself needs none (sharp ships
 # libvips); these are the independent tools the tests use.
-REQUIRED=()
+REQUIRED=(
+  unzip:unzip
+)
 
 missing=()
 for item in "${REQUIRED[@]+"${REQUIRED[@]}"}"; do

@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+
 import yazl from 'yazl';
 
 import { asBuffer } from './bytes.ts';
@@ -31,11 +33,28 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
         mode: DIRECTORY_MODE,
         forceDosTimestamp: true,
       });
+    } else if (entry.compress) {
+      // yazl deflates every added buffer at once; a lazy stream is deflated only when its turn
+      // comes, so an archive of thousands of members holds one zlib state, not thousands.
+      const data = asBuffer(entry.bytes);
+      zip.addReadStreamLazy(
+        entry.path,
+        {
+          mtime: entry.modifiedAt,
+          mode: FILE_MODE,
+          compress: true,
+          forceDosTimestamp: true,
+          size: data.length,
+        },
+        (callback) => {
+          callback(null, Readable.from([data]));
+        },
+      );
     } else {
       zip.addBuffer(asBuffer(entry.bytes), entry.path, {
         mtime: entry.modifiedAt,
         mode: FILE_MODE,
-        compress: entry.compress,
+        compress: false,
         forceDosTimestamp: true,
       });
     }

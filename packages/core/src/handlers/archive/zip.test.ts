@@ -6,11 +6,17 @@ import {
   EICAR_TEST_FILE,
   TEXT_FIXTURES,
 } from '@disarm/fixtures';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import sharp from 'sharp';
 import yauzl from 'yauzl';
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { encodeBmp } from '../image/bmp/encode.ts';
 import type { DisarmOptions } from '../../disarm.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 
@@ -95,6 +101,26 @@ describe('zip rebuild', () => {
         { kind: 'image-metadata', count: 1 },
       ]),
     );
+  });
+
+  it('writes archives that Info-ZIP unzip tests clean, deflated and stored members alike', async () => {
+    const bmp = encodeBmp({
+      width: 64,
+      height: 64,
+      channels: 3,
+      data: new Uint8Array(64 * 64 * 3).fill(200),
+    });
+    const input = await buildZip([
+      { name: 'a.bmp', data: bmp },
+      { name: 'b.png', data: await buildImage('png') },
+      { name: 'sub/c.bmp', data: bmp },
+    ]);
+    const outcome = cleaned(await run(input));
+    const path = join(mkdtempSync(join(tmpdir(), 'disarm-zip-')), 'out.zip');
+    writeFileSync(path, outcome.bytes);
+    const report = execFileSync('unzip', ['-t', path], { encoding: 'utf8' });
+    expect(report).toMatch(/No errors detected/);
+    expect(report.match(/OK/g)).toHaveLength(3);
   });
 
   it('returns an empty archive for an empty one', async () => {

@@ -10,7 +10,7 @@ export default defineConfig({
     },
   },
   test: {
-    projects: ['packages/*'],
+    projects: ['packages/*', 'examples'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

@@ -7,6 +7,7 @@ set -euo pipefail
 # libvips); these are the independent tools the tests use.
 REQUIRED=(
   unzip:unzip
+  chromium:chromium
 )
 
 missing=()

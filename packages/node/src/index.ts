@@ -1,3 +1,28 @@
+export { createLocalBlobStore } from './blobs/index.ts';
+export type { LocalBlobStore, LocalBlobStoreOptions } from './blobs/index.ts';
+export { createManualClock, systemClock } from './clock/index.ts';
+export type { ManualClock } from './clock/index.ts';
+export { createDocumentEvents } from './events/index.ts';
+export {
+  createListener,
+  DEFAULT_CLOSE_GRACE_MS,
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  DEFAULT_MAX_HEADER_BYTES,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  listen,
+  sendResponse,
+  toRequest,
+} from './http/index.ts';
+export type {
+  ErrorReporter,
+  FetchHandler,
+  ListenerOptions,
+  ListenOptions,
+  NodeListener,
+  RunningServer,
+} from './http/index.ts';
 export { createWorkerPool, startWorker } from './pool/index.ts';
 export type {
   CleanedJobResult,
@@ -14,3 +39,33 @@ export type {
   WorkerPoolOptions,
   WorkerPoolStats,
 } from './pool/index.ts';
+export {
+  createDispatcher,
+  LEASE_MS,
+  MAX_ATTEMPTS,
+  outputKeyOf,
+  POLL_INTERVAL_MS,
+  STOP_TIMEOUT_MS,
+} from './processing/index.ts';
+export type { Dispatcher, DispatcherOptions } from './processing/index.ts';
+export { createSweeper, SWEEP_BATCH_SIZE, SWEEP_INTERVAL_MS } from './retention/index.ts';
+export type { SweepReport, Sweeper, SweeperOptions } from './retention/index.ts';
+export {
+  createEmbeddedDisarm,
+  createSwaggerUiAssets,
+  DEFAULT_API_PORT,
+  DEFAULT_GRACE_SECONDS,
+  DEFAULT_HOST,
+  DEFAULT_STORAGE_PORT,
+  DEFAULT_SYNC_WAIT_SECONDS,
+  hashAdminToken,
+  SHUTDOWN_GRACE_MS,
+  startServer,
+} from './serve/index.ts';
+export type {
+  DemoAccount,
+  EmbeddedDisarm,
+  EmbeddedDisarmOptions,
+  RunningDisarm,
+  ServerOptions,
+} from './serve/index.ts';

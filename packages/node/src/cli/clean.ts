@@ -3,8 +3,7 @@ import { availableParallelism } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 
 import { DEFAULT_LIMITS, FINDING_KINDS } from '@disarm/core';
-import type { FindingKind, Limits, Policy, PolicyAction } from '@disarm/core';
-import { InvalidArgumentError } from 'commander';
+import type { Limits, Policy } from '@disarm/core';
 import type { Command } from 'commander';
 
 import { createWorkerPool, DEFAULT_MEMORY_LIMIT_BYTES } from '../pool/create-worker-pool.ts';
@@ -14,6 +13,7 @@ import type { ExitCode } from './_exit-codes.ts';
 import { collectInputs } from './_inputs.ts';
 import type { InputFile } from './_inputs.ts';
 import { createProgress } from './_progress.ts';
+import { parsePolicy, parsePositiveInteger } from './_parse.ts';
 import { toCleanRecord, toHumanLine } from './_report.ts';
 import type { CliContext } from './context.ts';
 
@@ -157,33 +157,6 @@ function toLimits(flags: CleanFlags): Partial<Limits> {
     ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
     ...(flags.maxDepth === undefined ? {} : { maxDepth: flags.maxDepth }),
   };
-}
-
-function parsePositiveInteger(value: string): number {
-  const number = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < 1) {
-    throw new InvalidArgumentError('expected a positive integer');
-  }
-  return number;
-}
-
-function parsePolicy(value: string, previous: Policy | undefined): Policy {
-  const policy: Partial<Record<FindingKind, PolicyAction>> = { ...previous };
-  for (const item of value.split(',')) {
-    const [kind = '', action = '', ...rest] = item.trim().split('=');
-    if (!isFindingKind(kind)) {
-      throw new InvalidArgumentError(`unknown finding kind "${kind}" (see disarm clean --help)`);
-    }
-    if ((action !== 'strip' && action !== 'reject') || rest.length > 0) {
-      throw new InvalidArgumentError(`expected ${kind}=strip or ${kind}=reject`);
-    }
-    policy[kind] = action;
-  }
-  return policy;
-}
-
-function isFindingKind(kind: string): kind is FindingKind {
-  return Object.hasOwn(FINDING_KINDS, kind);
 }
 
 function cleanHelpText(): string {

@@ -2,12 +2,13 @@ import { Command, CommanderError } from 'commander';
 
 import packageJson from '../../package.json' with { type: 'json' };
 import { EXIT_CODES } from './_exit-codes.ts';
+import { registerAdminCommand } from './admin.ts';
 import { registerCleanCommand } from './clean.ts';
 import type { CliContext } from './context.ts';
+import { registerServeCommand } from './serve.ts';
 
 /**
- * The `disarm` program: one sibling module per subcommand (`clean` today; `serve` and `admin`
- * register here the same way).
+ * The `disarm` program: one sibling module per subcommand (`clean`, `serve`, `admin`).
  */
 function createProgram(context: CliContext): Command {
   const program = new Command('disarm')
@@ -23,6 +24,8 @@ function createProgram(context: CliContext): Command {
     })
     .showHelpAfterError('(add --help for usage)');
   registerCleanCommand(program, context);
+  registerServeCommand(program, context);
+  registerAdminCommand(program, context);
   return program;
 }
 

@@ -1,0 +1,348 @@
+import { availableParallelism } from 'node:os';
+
+import { Option } from 'commander';
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import type { Logger as PinoLogger } from 'pino';
+
+import type { DemoAccount } from '../serve/_demo.ts';
+import {
+  DEFAULT_API_PORT,
+  DEFAULT_GRACE_SECONDS,
+  DEFAULT_HOST,
+  DEFAULT_STORAGE_PORT,
+  DEFAULT_SYNC_WAIT_SECONDS,
+  hashAdminToken,
+  startServer,
+} from '../serve/start-server.ts';
+import type { RunningDisarm } from '../serve/start-server.ts';
+import { EXIT_CODES, UsageError } from './_exit-codes.ts';
+import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
+import type { CliContext } from './context.ts';
+
+/** Where state lives unless told otherwise: relative to the working directory. */
+export const DEFAULT_DATA_DIR = './.data';
+/** Environment variable that selects test mode (`1` or `true`). */
+export const TEST_MODE_ENV = 'DISARM_TEST_MODE';
+/** Shortest admin token accepted: a guessable token would open the admin routes. */
+const MIN_ADMIN_TOKEN_CHARS = 24;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** IPC message a parent sends a `--test-mode` server to move its clock. */
+export interface AdvanceClockMessage {
+  readonly type: 'disarm:advance-clock';
+  readonly id: number;
+  readonly milliseconds: number;
+}
+
+/** The server's answer to an {@link AdvanceClockMessage}. */
+export interface ClockMessage {
+  readonly type: 'disarm:clock';
+  readonly id: number;
+  /** ISO time after the move, or absent with `error`. */
+  readonly now?: string;
+  readonly error?: string;
+}
+
+/** Flags of `disarm serve`, as commander parses them (environment already applied). */
+interface ServeFlags {
+  readonly port: number;
+  readonly storagePort: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly publicBaseUrl?: string;
+  readonly storageBaseUrl?: string;
+  readonly syncWaitSeconds: number;
+  readonly workers?: number;
+  readonly graceSeconds: number;
+  readonly adminToken?: string;
+  readonly testMode?: true;
+  readonly logLevel: (typeof LOG_LEVELS)[number];
+  readonly demo: boolean;
+  readonly processing: boolean;
+}
+
+/**
+ * Adds `disarm serve` to `program`: the embedded service (API, storage origin, workers,
+ * sweeper) in one process until SIGTERM or SIGINT. Every flag also reads an environment variable;
+ * a flag given on the command line wins.
+ */
+export function registerServeCommand(program: Command, context: CliContext): void {
+  const command = program
+    .command('serve')
+    .summary('run the v1 HTTP service')
+    .description(
+      'Run the embedded disarm service: the v1 API, the storage origin for signed links on its ' +
+        'own port, a pool of worker processes and the retention sweeper, with state in a SQLite ' +
+        'file and blobs under --data-dir. JSON logs go to stdout, one line per request. On first ' +
+        'start with an empty store a demo organisation and API key are created and printed once ' +
+        'to stderr. Stops gracefully on SIGTERM or SIGINT.',
+    )
+    .addOption(
+      new Option('--port <port>', 'API port; 0 picks a free one')
+        .env('DISARM_PORT')
+        .default(DEFAULT_API_PORT)
+        .argParser(parsePort),
+    )
+    .addOption(
+      new Option('--storage-port <port>', 'storage-origin port (signed links); 0 picks a free one')
+        .env('DISARM_STORAGE_PORT')
+        .default(DEFAULT_STORAGE_PORT)
+        .argParser(parsePort),
+    )
+    .addOption(
+      new Option('--host <address>', 'address to bind; anything but loopback exposes the service')
+        .env('DISARM_HOST')
+        .default(DEFAULT_HOST),
+    )
+    .addOption(
+      new Option('--data-dir <dir>', 'folder for disarm.sqlite, blobs/ and secrets/ (keep private)')
+        .env('DISARM_DATA_DIR')
+        .default(DEFAULT_DATA_DIR),
+    )
+    .addOption(
+      new Option(
+        '--public-base-url <url>',
+        'URL clients reach the API at (default: http://localhost:<port>)',
+      )
+        .env('DISARM_PUBLIC_BASE_URL')
+        .argParser(parseBaseUrl),
+    )
+    .addOption(
+      new Option(
+        '--storage-base-url <url>',
+        'URL clients reach the storage origin at (default: http://localhost:<storage-port>)',
+      )
+        .env('DISARM_STORAGE_BASE_URL')
+        .argParser(parseBaseUrl),
+    )
+    .addOption(
+      new Option('--sync-wait-seconds <n>', 'longest sync wait (wait=true) in seconds')
+        .env('DISARM_SYNC_WAIT_SECONDS')
+        .default(DEFAULT_SYNC_WAIT_SECONDS)
+        .argParser(parsePositiveInteger),
+    )
+    .addOption(
+      new Option('--workers <n>', 'worker processes (default: the available CPUs)')
+        .env('DISARM_WORKERS')
+        .argParser(parsePositiveInteger),
+    )
+    .addOption(
+      new Option(
+        '--grace-seconds <n>',
+        'how long a delete-after-download file stays after its first download',
+      )
+        .env('DISARM_GRACE_SECONDS')
+        .default(DEFAULT_GRACE_SECONDS)
+        .argParser(parsePositiveInteger),
+    )
+    .addOption(
+      new Option(
+        '--admin-token <token>',
+        `bootstrap bearer token for the admin routes (at least ${MIN_ADMIN_TOKEN_CHARS} characters; ` +
+          'only its SHA-256 is kept). Prefer the environment: a flag shows in process lists',
+      ).env('DISARM_ADMIN_TOKEN'),
+    )
+    .option(
+      '--test-mode',
+      `manual clock that POST /v1/admin/clock moves; never in production (env: ${TEST_MODE_ENV}=1)`,
+    )
+    .addOption(
+      new Option('--log-level <level>', 'least severe level logged')
+        .env('DISARM_LOG_LEVEL')
+        .default('info')
+        .choices(LOG_LEVELS),
+    )
+    .option('--no-demo', 'do not create the demo organisation on an empty store')
+    .addOption(
+      new Option(
+        '--no-processing',
+        'serve the API and storage only: documents are queued for another process to clean',
+      ),
+    )
+    .addHelpText('after', serveHelpText())
+    .action(async () => {
+      try {
+        context.exitCode = await serve(command.opts<ServeFlags>(), context);
+      } catch (error) {
+        if (error instanceof UsageError) {
+          command.error(`error: ${error.message}`, { exitCode: EXIT_CODES.usage });
+        }
+        throw error;
+      }
+    });
+}
+
+async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
+  const testMode = flags.testMode === true || parseTestModeEnv(process.env[TEST_MODE_ENV]);
+  const adminToken = flags.adminToken;
+  // Worker processes inherit the environment and handle hostile files: they get no token.
+  delete process.env.DISARM_ADMIN_TOKEN;
+  if (adminToken !== undefined && adminToken.length < MIN_ADMIN_TOKEN_CHARS) {
+    throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
+  }
+  const logger = pino(
+    { level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime },
+    { write: (line: string) => context.stdout.write(line) },
+  );
+
+  let server: RunningDisarm;
+  try {
+    server = await startServer({
+      dataDir: flags.dataDir,
+      port: flags.port,
+      storagePort: flags.storagePort,
+      host: flags.host,
+      ...(flags.publicBaseUrl === undefined ? {} : { publicBaseUrl: flags.publicBaseUrl }),
+      ...(flags.storageBaseUrl === undefined ? {} : { storageBaseUrl: flags.storageBaseUrl }),
+      syncWaitSeconds: flags.syncWaitSeconds,
+      workers: flags.workers ?? Math.max(1, availableParallelism()),
+      graceSeconds: flags.graceSeconds,
+      adminTokenHashes: adminToken === undefined ? [] : [hashAdminToken(adminToken)],
+      testMode,
+      demo: flags.demo,
+      processing: flags.processing,
+      logger,
+    });
+  } catch (error) {
+    logger.error({ err: error }, 'disarm serve could not start');
+    context.stderr.write(
+      `disarm serve: cannot start: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
+    return 1;
+  }
+
+  // Signal handlers first: whoever reads the lines below may signal us at once.
+  const stopped = untilStopped(server, logger, context, testMode);
+  logger.info(
+    {
+      apiUrl: server.apiUrl,
+      storageUrl: server.storageUrl,
+      apiPort: server.apiPort,
+      storagePort: server.storagePort,
+      testMode,
+    },
+    'disarm serve listening',
+  );
+  context.stderr.write(
+    `disarm: API on ${server.apiUrl}, storage on ${server.storageUrl}` +
+      `${testMode ? ' (TEST MODE: manual clock)' : ''}\n`,
+  );
+  if (server.demo) context.stderr.write(demoText(server.demo, server.apiUrl));
+
+  await stopped;
+  return 0;
+}
+
+/** Resolves once a signal (or, in test mode, the parent going away) has shut the server down. */
+function untilStopped(
+  server: RunningDisarm,
+  logger: PinoLogger,
+  context: CliContext,
+  testMode: boolean,
+): Promise<void> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const stop = (why: string): void => {
+      if (stopping) {
+        context.stderr.write('disarm: forced exit\n');
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ why }, 'shutting down');
+      server
+        .close()
+        .catch((error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+        })
+        .finally(() => {
+          process.off('SIGTERM', onTerm);
+          process.off('SIGINT', onInt);
+          process.off('message', onMessage);
+          process.off('disconnect', onDisconnect);
+          logger.info({}, 'stopped');
+          resolve();
+        });
+    };
+    const onTerm = (): void => {
+      stop('SIGTERM');
+    };
+    const onInt = (): void => {
+      stop('SIGINT');
+    };
+    const onDisconnect = (): void => {
+      stop('the parent process went away');
+    };
+    const onMessage = (message: unknown): void => {
+      if (!isAdvanceClockMessage(message)) return;
+      server.advanceClock(message.milliseconds).then(
+        (now) => {
+          reply({ type: 'disarm:clock', id: message.id, now: now.toISOString() });
+        },
+        (error: unknown) => {
+          reply({ type: 'disarm:clock', id: message.id, error: String(error) });
+        },
+      );
+    };
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    // A test harness drives the clock over IPC, and its server must not outlive it.
+    if (testMode && process.send) {
+      process.on('message', onMessage);
+      process.on('disconnect', onDisconnect);
+    }
+  });
+}
+
+function reply(message: ClockMessage): void {
+  process.send?.(message, undefined, undefined, () => undefined);
+}
+
+function isAdvanceClockMessage(message: unknown): message is AdvanceClockMessage {
+  if (typeof message !== 'object' || message === null) return false;
+  const candidate = message as Partial<AdvanceClockMessage>;
+  return (
+    candidate.type === 'disarm:advance-clock' &&
+    typeof candidate.id === 'number' &&
+    typeof candidate.milliseconds === 'number'
+  );
+}
+
+function parseTestModeEnv(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === '0' || value === 'false') return false;
+  if (value === '1' || value === 'true') return true;
+  throw new UsageError(`${TEST_MODE_ENV} must be 1, true, 0 or false`);
+}
+
+function demoText(demo: DemoAccount, apiUrl: string): string {
+  return `
+disarm: created the demo organisation ${demo.organisationId} (plan internal: not metered)
+and an API key. The key is shown only now; it is not stored anywhere you can read it back:
+
+  ${demo.apiKey}
+
+Try it:
+
+  curl -H "X-Api-Key: ${demo.apiKey}" -F file=@photo.png "${apiUrl}/v1/documents?wait=true"
+
+`;
+}
+
+function serveHelpText(): string {
+  return `
+Environment (a flag given on the command line wins):
+  DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, DISARM_PUBLIC_BASE_URL,
+  DISARM_STORAGE_BASE_URL, DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS, DISARM_GRACE_SECONDS,
+  DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL
+
+Data folder (--data-dir):
+  disarm.sqlite                 organisations, key hashes, documents, the queue
+  blobs/                        submitted and cleaned files, staged uploads
+  secrets/link-signing.key      HMAC secret of the storage links (made on first start, 0600)
+
+Examples:
+  $ disarm serve
+  $ DISARM_ADMIN_TOKEN=$(openssl rand -hex 32) disarm serve --data-dir /var/lib/disarm --workers 4
+  $ disarm serve --port 0 --storage-port 0 --test-mode
+`;
+}

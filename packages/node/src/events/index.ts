@@ -1,0 +1,1 @@
+export { createDocumentEvents } from './create-document-events.ts';

@@ -1,0 +1,103 @@
+import type { ServerResponse } from 'node:http';
+
+/** Statuses that never carry a body (RFC 9110 §6.4.1). */
+const BODYLESS_STATUSES = new Set([204, 205, 304]);
+
+/**
+ * Writes a WHATWG `Response` to a `node:http` response and resolves once it is sent, or once the
+ * client has gone away.
+ *
+ * - Every header is copied; each `Set-Cookie` stays its own header line.
+ * - The body is streamed with back-pressure: the next chunk is read only after the socket took
+ *   the last one. When the client disconnects, the body stream is cancelled, so whatever produces
+ *   it (a file, a database cursor) is released.
+ * - A HEAD request, or a status that has no body, sends the headers (Content-Length included)
+ *   and cancels the body unread.
+ * - A body that fails mid-way ends the connection abruptly (the status line is already sent); one
+ *   that fails before its first byte rejects, so the caller can still answer 500.
+ *
+ * @param method the request method (default `res.req.method`), to recognise HEAD.
+ * @throws {TypeError} (rejected) when a header value is not valid for node, before anything is sent.
+ */
+export async function sendResponse(
+  res: ServerResponse,
+  response: Response,
+  method: string = res.req.method ?? 'GET',
+): Promise<void> {
+  const body = response.body;
+  try {
+    res.statusCode = response.status;
+    if (response.statusText !== '') res.statusMessage = response.statusText;
+    for (const [name, value] of response.headers) {
+      if (name !== 'set-cookie') res.setHeader(name, value);
+    }
+    const cookies = response.headers.getSetCookie();
+    if (cookies.length > 0) res.setHeader('set-cookie', cookies);
+  } catch (error) {
+    await body?.cancel().catch(() => undefined);
+    throw error;
+  }
+
+  if (!body || method === 'HEAD' || BODYLESS_STATUSES.has(response.status)) {
+    await body?.cancel().catch(() => undefined);
+    await endResponse(res);
+    return;
+  }
+  await streamBody(res, body);
+}
+
+async function streamBody(res: ServerResponse, body: ReadableStream<Uint8Array>): Promise<void> {
+  const reader = body.getReader();
+  const onClose = (): void => {
+    if (!res.writableFinished)
+      reader.cancel(new Error('the client disconnected')).catch(() => undefined);
+  };
+  res.once('close', onClose);
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        if (res.headersSent) {
+          res.destroy(error instanceof Error ? error : undefined);
+          return;
+        }
+        throw error;
+      }
+      if (chunk.done) break;
+      if (res.destroyed) return;
+      if (!res.write(chunk.value)) await drained(res);
+    }
+    await endResponse(res);
+  } finally {
+    res.off('close', onClose);
+    reader.releaseLock();
+  }
+}
+
+/** Resolves on `drain`, or when the response closes (no `drain` will ever come then). */
+function drained(res: ServerResponse): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+function endResponse(res: ServerResponse): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('close', done);
+      resolve();
+    };
+    res.once('close', done);
+    res.end(done);
+  });
+}

@@ -1,0 +1,110 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+import { toBodyStream } from './_body.ts';
+import type { BodyStream } from './_body.ts';
+
+/** undici's `RequestInit` with the streaming-body member the DOM typings lack. */
+type StreamingRequestInit = RequestInit & { duplex?: 'half' };
+
+/** A converted request and the handle on its body the listener needs after the response. */
+export interface ConvertedRequest {
+  readonly request: Request;
+  /** `undefined` when the request has no body. */
+  readonly body: BodyStream | undefined;
+}
+
+/**
+ * Converts a `node:http` request into a WHATWG `Request`.
+ *
+ * - The URL is `baseUrl`'s origin plus the request target's path and query — never the `Host`
+ *   header, which the client controls. An absolute-form or `//`-prefixed target cannot change
+ *   the origin.
+ * - Headers are copied from `rawHeaders`, so repeated headers all arrive (node's `headers` object
+ *   drops some duplicates).
+ * - The body is a web `ReadableStream` (`duplex: 'half'`) read from the socket with
+ *   back-pressure; it is `null` for GET, HEAD and requests without `Content-Length` or
+ *   `Transfer-Encoding` (RFC 9112 §6.3).
+ * - `request.signal` aborts when the client goes away before the response is complete (with
+ *   `res`), or before the request body is complete (without it).
+ *
+ * @example
+ * ```ts
+ * http.createServer(async (req, res) => {
+ *   const request = toRequest(req, 'http://localhost:8080', res);
+ *   await sendResponse(res, await api.fetch(request));
+ * });
+ * ```
+ * @throws {TypeError} when a header cannot be represented in `Headers`.
+ */
+export function toRequest(
+  req: IncomingMessage,
+  baseUrl: string | URL,
+  res?: ServerResponse,
+): Request {
+  return convertRequest(req, baseUrl, res).request;
+}
+
+/** {@link toRequest}, also returning the body handle (for the listener's clean-up). */
+export function convertRequest(
+  req: IncomingMessage,
+  baseUrl: string | URL,
+  res: ServerResponse | undefined,
+): ConvertedRequest {
+  const origin = new URL(baseUrl).origin;
+  const url = new URL(`${origin}${toOriginForm(req.url ?? '/')}`);
+  const method = req.method ?? 'GET';
+
+  const headers = new Headers();
+  const raw = req.rawHeaders;
+  for (let index = 0; index + 1 < raw.length; index += 2) {
+    headers.append(raw[index] ?? '', raw[index + 1] ?? '');
+  }
+
+  const controller = new AbortController();
+  const abort = (): void => {
+    controller.abort(new DOMException('the client disconnected', 'AbortError'));
+  };
+  if (res) {
+    res.once('close', () => {
+      if (!res.writableFinished) abort();
+    });
+  } else {
+    req.once('close', () => {
+      if (!req.complete) abort();
+    });
+  }
+
+  const body = hasBody(req, method) ? toBodyStream(req) : undefined;
+  const init: StreamingRequestInit = {
+    method,
+    headers,
+    signal: controller.signal,
+    ...(body ? { body: body.stream, duplex: 'half' } : {}),
+  };
+  return { request: new Request(url, init), body };
+}
+
+/**
+ * The path and query of a request target. Origin-form (`/path?q`) is kept as is; absolute-form
+ * (`http://host/path`, RFC 9112 §3.2.2) keeps only its path and query; anything else (`*`) is
+ * rooted at `/`.
+ */
+function toOriginForm(target: string): string {
+  if (target.startsWith('/')) return target;
+  if (/^https?:\/\//i.test(target)) {
+    try {
+      const absolute = new URL(target);
+      return `${absolute.pathname}${absolute.search}`;
+    } catch {
+      return `/${target}`;
+    }
+  }
+  return `/${target}`;
+}
+
+function hasBody(req: IncomingMessage, method: string): boolean {
+  if (method === 'GET' || method === 'HEAD') return false;
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  const length = req.headers['content-length'];
+  return length !== undefined && length !== '0';
+}

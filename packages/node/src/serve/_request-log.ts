@@ -1,0 +1,59 @@
+import type { Logger } from '@disarm/protocol';
+
+import type { FetchHandler } from '../http/types.ts';
+
+/** A document id (`doc_` and 20 Crockford base32 characters) anywhere in a path. */
+const DOCUMENT_ID = /(?:^|\/)(doc_[0-9a-z]{20})(?:\/|$)/;
+
+/**
+ * Wraps `handler` to log one line per request: server, method, path (never the query string —
+ * signed links carry their signature there), status, milliseconds to the response head, and
+ * the document id when there is one. Headers are never logged.
+ */
+export function withRequestLog(
+  server: string,
+  handler: FetchHandler,
+  logger: Logger,
+): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const started = performance.now();
+    const { pathname } = new URL(request.url);
+    const line = (status: number, documentId: string | undefined): Record<string, unknown> => ({
+      server,
+      method: request.method,
+      path: pathname,
+      status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      ...(documentId === undefined ? {} : { documentId }),
+    });
+    let response: Response;
+    try {
+      response = await handler(request);
+    } catch (error) {
+      logger.info(line(500, DOCUMENT_ID.exec(pathname)?.[1]), 'request');
+      throw error;
+    }
+    const documentId =
+      DOCUMENT_ID.exec(pathname)?.[1] ?? (await submittedDocumentId(request, pathname, response));
+    logger.info(line(response.status, documentId), 'request');
+    return response;
+  };
+}
+
+/** The id of a document just submitted: it is only in the envelope of `POST /v1/documents`. */
+async function submittedDocumentId(
+  request: Request,
+  pathname: string,
+  response: Response,
+): Promise<string | undefined> {
+  if (request.method !== 'POST' || pathname !== '/v1/documents') return undefined;
+  if (response.status !== 200 && response.status !== 202) return undefined;
+  if (!(response.headers.get('Content-Type') ?? '').includes('json')) return undefined;
+  try {
+    const envelope: unknown = await response.clone().json();
+    const id = (envelope as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}

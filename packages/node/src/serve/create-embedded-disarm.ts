@@ -1,0 +1,346 @@
+import { createHash } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
+import type { Clock, Logger } from '@disarm/protocol';
+import { createSqliteStore } from '@disarm/sqlite';
+
+import { silentLogger } from '../_internal/logger.ts';
+import { createLocalBlobStore } from '../blobs/create-local-blob-store.ts';
+import { createManualClock } from '../clock/manual-clock.ts';
+import type { ManualClock } from '../clock/manual-clock.ts';
+import { systemClock } from '../clock/system-clock.ts';
+import { createDocumentEvents } from '../events/create-document-events.ts';
+import { createWorkerPool } from '../pool/create-worker-pool.ts';
+import { createDispatcher } from '../processing/create-dispatcher.ts';
+import { createSweeper } from '../retention/create-sweeper.ts';
+import { provisionDemo } from './_demo.ts';
+import type { DemoAccount } from './_demo.ts';
+import { withRequestLog } from './_request-log.ts';
+import { loadLinkSecret } from './_secrets.ts';
+import { createSwaggerUiAssets } from './docs-assets.ts';
+
+/** Default longest sync wait (spec "Limits": 45 seconds). */
+export const DEFAULT_SYNC_WAIT_SECONDS = 45;
+/** Default delete-after-download grace. */
+export const DEFAULT_GRACE_SECONDS = 300;
+/** How long shutdown lets requests and documents in flight finish. */
+export const SHUTDOWN_GRACE_MS = 20_000;
+
+/** Options of {@link createEmbeddedDisarm}. */
+export interface EmbeddedDisarmOptions {
+  /**
+   * Folder of all state: `disarm.sqlite`, `blobs/`, `secrets/link-signing.key`, `work/`. Created
+   * when missing. It holds key hashes and the link-signing secret: keep it private.
+   */
+  readonly dataDir: string;
+  /**
+   * Base URL clients reach the API at (what `statusUrl`s, `Location` headers and the OpenAPI
+   * `servers` start with), e.g. `https://cdr.example.com`. A trailing slash is dropped.
+   */
+  readonly publicBaseUrl: string;
+  /**
+   * Base URL clients reach the storage origin at: signed download and upload links start with it,
+   * so it must route to {@link EmbeddedDisarm.storage}. A trailing slash is dropped.
+   */
+  readonly storageBaseUrl: string;
+  /** @default {@link DEFAULT_SYNC_WAIT_SECONDS} */
+  readonly syncWaitSeconds?: number;
+  /** Worker processes. @default `os.availableParallelism()` */
+  readonly workers?: number;
+  /** Delete-after-download grace in seconds. @default {@link DEFAULT_GRACE_SECONDS} */
+  readonly graceSeconds?: number;
+  /**
+   * SHA-256 (hex) of bootstrap admin bearer tokens ({@link hashAdminToken}); never the tokens.
+   * @default none: the admin routes accept no bootstrap token
+   */
+  readonly adminTokenHashes?: readonly string[];
+  /**
+   * Test mode: every component runs on a manual clock starting now, which `POST /v1/admin/clock`
+   * and {@link EmbeddedDisarm.advanceClock} move. **Never in production**: anyone with an admin
+   * token can then jump time (expire links, reset allowances).
+   * @default false
+   */
+  readonly testMode?: boolean;
+  /** Creates a demo organisation and API key when the store is empty. @default true */
+  readonly demo?: boolean;
+  /** Where logs go (request lines, processing, errors). @default none */
+  readonly logger?: Logger;
+  /** Worker module for the pool (tests use a misbehaving one). @default this package's worker */
+  readonly workerModule?: string | URL;
+  /**
+   * Process documents in this process. `false` runs the API and storage only: documents are
+   * accepted and queued but stay pending until a process with processing on leases them (the
+   * scale-out API role; tests use it to hold documents in flight). @default true
+   */
+  readonly processing?: boolean;
+  /** Seconds between retention sweeps. @default 30 */
+  readonly sweepIntervalSeconds?: number;
+}
+
+/**
+ * The embedded service without listeners; see {@link createEmbeddedDisarm}. Serve {@link api} and
+ * {@link storage} however you like (a framework, `listen`, a serverless adapter), then call
+ * {@link start}.
+ */
+export interface EmbeddedDisarm {
+  /**
+   * The v1 API as a fetch handler: `/v1/*`, `/docs`, `/docs/assets/*`, `/problems`,
+   * `/problems/*`, `/healthz`, `/readyz`. It logs one line per request (never the query string
+   * or headers). Give it the request body as a stream: uploads of up to 100 MB are read as they
+   * arrive and never buffered.
+   */
+  readonly api: (request: Request) => Promise<Response>;
+  /**
+   * The storage origin as a fetch handler: the targets of signed links (`/blobs/*`). Mount it
+   * where {@link EmbeddedDisarmOptions.storageBaseUrl} points; it may receive uploads of 450 MB
+   * over a link valid 60 minutes, so do not put a short request timeout in front of it.
+   */
+  readonly storage: (request: Request) => Promise<Response>;
+  /** {@link EmbeddedDisarmOptions.publicBaseUrl} without its trailing slash. */
+  readonly apiUrl: string;
+  /** {@link EmbeddedDisarmOptions.storageBaseUrl} without its trailing slash. */
+  readonly storageUrl: string;
+  /** Where blobs live (`<dataDir>/blobs`). */
+  readonly blobDirectory: string;
+  /** The clock every component uses. */
+  readonly clock: Clock;
+  /** Set on the start that created the demo organisation (an empty store), never again. */
+  readonly demo: DemoAccount | undefined;
+  /**
+   * Test mode only: moves the clock forward and runs a retention sweep at the new time before
+   * resolving with it.
+   * @throws {Error} (rejected) outside test mode.
+   */
+  advanceClock(milliseconds: number): Promise<Date>;
+  /**
+   * Starts the background work: the dispatcher (unless `processing: false`) and the retention
+   * sweeper. Until it resolves, `/readyz` answers 503 and accepted documents wait in the queue.
+   * Calling it again returns the same promise.
+   * @throws {Error} (rejected) after {@link stop} or {@link close}.
+   */
+  start(): Promise<void>;
+  /**
+   * Stops the background work: `/readyz` turns 503, the sweeper stops, and the dispatcher stops
+   * leasing and lets documents in flight finish for up to {@link SHUTDOWN_GRACE_MS} (documents
+   * still running are left to be requeued by the next start). The handlers keep answering, so a
+   * server in front can drain its requests meanwhile. Idempotent.
+   */
+  stop(): Promise<void>;
+  /**
+   * {@link stop}, then closes the worker pool and the store; the handlers fail afterwards, so
+   * stop serving them first. Idempotent.
+   *
+   * @example
+   * ```ts
+   * const drained = server.close({ graceMs: SHUTDOWN_GRACE_MS }); // your listener
+   * await disarm.stop(); // documents finish while requests drain
+   * await drained;
+   * await disarm.close();
+   * ```
+   */
+  close(): Promise<void>;
+}
+
+/** Hex SHA-256 of an admin token, for {@link EmbeddedDisarmOptions.adminTokenHashes}. */
+export function hashAdminToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/**
+ * Builds the embedded service in this process without listening anywhere: the SQLite state
+ * store, the local blob store and link signer, a pool of worker processes with its dispatcher,
+ * the retention sweeper, and the two fetch handlers — the v1 API and the storage origin — for
+ * the caller to mount (a framework route, `createListener`, `listen`). {@link startServer} is
+ * this plus two listeners.
+ *
+ * The caller owns the listeners, so it states up front where they will be reached
+ * (`publicBaseUrl`, `storageBaseUrl`).
+ *
+ * @example
+ * ```ts
+ * const disarm = await createEmbeddedDisarm({
+ *   dataDir: '.data',
+ *   publicBaseUrl: 'http://localhost:3000',
+ *   storageBaseUrl: 'http://localhost:3001',
+ * });
+ * const storage = await listen(disarm.storage, { port: 3001 });
+ * app.all('/v1/*', (c) => disarm.api(c.req.raw)); // e.g. Hono
+ * await disarm.start();
+ * ```
+ * @throws {Error} (rejected) when the data folder cannot be used or the workers cannot start;
+ *   whatever had started is stopped again.
+ * @throws {TypeError} (rejected) when `publicBaseUrl` or `storageBaseUrl` is not an absolute
+ *   http(s) URL.
+ */
+export async function createEmbeddedDisarm(
+  options: EmbeddedDisarmOptions,
+): Promise<EmbeddedDisarm> {
+  const publicBaseUrl = toBaseUrl(options.publicBaseUrl, 'publicBaseUrl');
+  const storageBaseUrl = toBaseUrl(options.storageBaseUrl, 'storageBaseUrl');
+  const logger = options.logger ?? silentLogger;
+  const dataDir = resolve(options.dataDir);
+  const manualClock: ManualClock | undefined =
+    options.testMode === true ? createManualClock(new Date()) : undefined;
+  const clock: Clock = manualClock ?? systemClock;
+  const startedAt = new Date();
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanUp = async (): Promise<void> => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup().catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown step failed');
+      });
+    }
+  };
+
+  try {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const workDirectory = join(dataDir, 'work');
+    // Scratch of a previous run: nothing in it is referenced any more.
+    await rm(workDirectory, { recursive: true, force: true });
+    await mkdir(workDirectory, { recursive: true });
+    const secret = await loadLinkSecret(dataDir);
+
+    const store = createSqliteStore({ path: join(dataDir, 'disarm.sqlite') });
+    cleanups.push(() => store.close());
+    const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());
+
+    const pool = createWorkerPool({
+      size: options.workers ?? Math.max(1, availableParallelism()),
+      ...(options.workerModule === undefined ? {} : { workerModule: options.workerModule }),
+    });
+    let poolOpen = true;
+    cleanups.push(async () => {
+      poolOpen = false;
+      await pool.close();
+    });
+    const events = createDocumentEvents();
+
+    const signer = createLinkSigner(secret, storageBaseUrl);
+    const blobs = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });
+    await blobs.removeStaleTempFiles(startedAt);
+
+    const sweeper = createSweeper({
+      store,
+      blobs,
+      clock,
+      graceMs: (options.graceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000,
+      ...(options.sweepIntervalSeconds === undefined
+        ? {}
+        : { intervalMs: options.sweepIntervalSeconds * 1000 }),
+      logger,
+    });
+    const dispatcher = createDispatcher({
+      store,
+      blobs,
+      events,
+      pool,
+      clock,
+      logger,
+      workDirectory,
+    });
+    let started: Promise<void> | undefined;
+    let running = false;
+    let stopped: Promise<void> | undefined;
+
+    const api = createDisarmApi(
+      { store, blobs, events, clock, logger },
+      {
+        publicBaseUrl,
+        syncWaitSeconds: options.syncWaitSeconds ?? DEFAULT_SYNC_WAIT_SECONDS,
+        deleteAfterDownloadGraceSeconds: options.graceSeconds ?? DEFAULT_GRACE_SECONDS,
+        adminTokenHashes: options.adminTokenHashes ?? [],
+        ...(manualClock
+          ? {
+              manualClock: {
+                now: () => manualClock.now(),
+                advance: async (milliseconds: number) => {
+                  const now = manualClock.advance(milliseconds);
+                  await sweeper.sweep();
+                  return now;
+                },
+              },
+            }
+          : {}),
+        readiness: async () => {
+          if (!running || stopped || !poolOpen || pool.stats().size < 1) return false;
+          try {
+            await store.getOrganisation('org_readiness_probe', clock.now());
+            return true;
+          } catch (error) {
+            logger.error({ err: error }, 'readiness: the state store is unreachable');
+            return false;
+          }
+        },
+        docsAssets: createSwaggerUiAssets(),
+      },
+    );
+    const storage = createStorageApi({ store, blobs, signer, clock, storageBaseUrl, logger });
+
+    const stop = (): Promise<void> => {
+      stopped ??= (async () => {
+        // A start in flight finishes first, so the dispatcher is never stopped half-started.
+        await started?.catch(() => undefined);
+        await sweeper.stop().catch((error: unknown) => {
+          logger.error({ err: error }, 'shutdown step failed');
+        });
+        await dispatcher.stop({ timeoutMs: SHUTDOWN_GRACE_MS }).catch((error: unknown) => {
+          logger.error({ err: error }, 'shutdown step failed');
+        });
+      })();
+      return stopped;
+    };
+    // Stopped in reverse of opening: background work, then the pool, then the store.
+    cleanups.push(stop);
+
+    let closed: Promise<void> | undefined;
+    return {
+      api: withRequestLog('api', (request) => api.fetch(request), logger),
+      storage: withRequestLog('storage', (request) => storage.fetch(request), logger),
+      apiUrl: publicBaseUrl,
+      storageUrl: storageBaseUrl,
+      blobDirectory: blobs.directory,
+      clock,
+      demo,
+      async advanceClock(milliseconds) {
+        if (!manualClock) throw new Error('advanceClock() needs test mode');
+        const now = manualClock.advance(milliseconds);
+        await sweeper.sweep();
+        return now;
+      },
+      start() {
+        if (stopped) return Promise.reject(new Error('start() after stop() or close()'));
+        started ??= (async () => {
+          if (options.processing !== false) await dispatcher.start();
+          sweeper.start();
+          running = true;
+        })();
+        return started;
+      },
+      stop,
+      close() {
+        closed ??= cleanUp();
+        return closed;
+      },
+    };
+  } catch (error) {
+    await cleanUp();
+    throw error;
+  }
+}
+
+/** An absolute http(s) URL without its trailing slash. */
+function toBaseUrl(value: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TypeError(`${name} must be an absolute URL (got "${value}")`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`${name} must be an http or https URL (got "${value}")`);
+  }
+  return value.replace(/\/+$/, '');
+}

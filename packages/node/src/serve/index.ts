@@ -1,0 +1,17 @@
+export { createSwaggerUiAssets } from './docs-assets.ts';
+export {
+  createEmbeddedDisarm,
+  DEFAULT_GRACE_SECONDS,
+  DEFAULT_SYNC_WAIT_SECONDS,
+  hashAdminToken,
+  SHUTDOWN_GRACE_MS,
+} from './create-embedded-disarm.ts';
+export type { EmbeddedDisarm, EmbeddedDisarmOptions } from './create-embedded-disarm.ts';
+export {
+  DEFAULT_API_PORT,
+  DEFAULT_HOST,
+  DEFAULT_STORAGE_PORT,
+  startServer,
+} from './start-server.ts';
+export type { RunningDisarm, ServerOptions } from './start-server.ts';
+export type { DemoAccount } from './_demo.ts';

@@ -1,0 +1,259 @@
+import {
+  advanceClock,
+  createApiKey,
+  createOrganisation,
+  getOrganisation,
+  listApiKeys,
+  listOrganisations,
+  revokeApiKey,
+  updateOrganisation,
+} from './admin/routes.ts';
+import { getAccount } from './account/routes.ts';
+import { authenticate } from './auth/authenticate.ts';
+import type { BearerVerifier } from './auth/principal.ts';
+import type { DisarmApiConfig, DisarmApiPorts, Logger } from './config.ts';
+import { cryptoRandom } from './domain/ids.ts';
+import {
+  deleteDocument,
+  downloadDocument,
+  getDocument,
+  submitDocument,
+} from './documents/routes.ts';
+import { resolveSettings } from './http/context.ts';
+import type { ApiContext, Handler, RequestContext } from './http/context.ts';
+import { ProblemError } from './http/problem-error.ts';
+import { problemResponse } from './http/problem-response.ts';
+import { compilePattern } from './http/router.ts';
+import type { CompiledPattern } from './http/router.ts';
+import { ValidationError } from './http/validation.ts';
+import { createUpload } from './uploads/routes.ts';
+import { publicRoutes } from './public-routes.ts';
+
+/** The v1 API as a WHATWG fetch handler: mount it on any runtime or framework. */
+export interface DisarmApi {
+  fetch(request: Request): Promise<Response>;
+}
+
+/** How a route is reached. */
+export interface RouteOptions {
+  readonly handler: Handler;
+  /** `none`: public (health, contract, docs); `required`: any valid credential. */
+  readonly auth: 'none' | 'required';
+  /** Which per-minute budget the route draws on (the spec's two partitions). */
+  readonly rateLimit?: 'submission' | 'status';
+  /** Honours `Idempotency-Key`. */
+  readonly idempotent?: boolean;
+}
+
+/** One path and the methods it answers. */
+export interface RouteDefinition {
+  readonly pattern: string;
+  readonly methods: Readonly<Partial<Record<string, RouteOptions>>>;
+}
+
+/**
+ * A step that runs before the handler (after authentication): rate limits, idempotency. It may
+ * answer the request itself, or return `undefined` to go on.
+ */
+export type Middleware = (
+  context: RequestContext,
+  route: RouteOptions,
+  next: () => Promise<Response>,
+) => Promise<Response>;
+
+/** Extension points for the accounts issue (OAuth bearer tokens, rate limits, idempotency). */
+export interface DisarmApiExtensions {
+  readonly verifyBearer?: BearerVerifier;
+  readonly middleware?: readonly Middleware[];
+  readonly routes?: readonly RouteDefinition[];
+}
+
+const NO_LOGGER: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+function apiRoutes(testMode: boolean): RouteDefinition[] {
+  const authed = (handler: Handler, extra: Partial<RouteOptions> = {}): RouteOptions => ({
+    handler,
+    auth: 'required',
+    ...extra,
+  });
+  return [
+    { pattern: '/v1/account', methods: { GET: authed(getAccount, { rateLimit: 'status' }) } },
+    {
+      pattern: '/v1/documents',
+      methods: { POST: authed(submitDocument, { rateLimit: 'submission', idempotent: true }) },
+    },
+    {
+      pattern: '/v1/documents/:id',
+      methods: {
+        GET: authed(getDocument, { rateLimit: 'status' }),
+        DELETE: authed(deleteDocument, { rateLimit: 'status' }),
+      },
+    },
+    {
+      pattern: '/v1/documents/:id/download',
+      methods: { GET: authed(downloadDocument, { rateLimit: 'status' }) },
+    },
+    {
+      pattern: '/v1/uploads',
+      methods: { POST: authed(createUpload, { rateLimit: 'submission', idempotent: true }) },
+    },
+    {
+      pattern: '/v1/admin/organisations',
+      methods: { GET: authed(listOrganisations), POST: authed(createOrganisation) },
+    },
+    {
+      pattern: '/v1/admin/organisations/:organisationId',
+      methods: { GET: authed(getOrganisation), PATCH: authed(updateOrganisation) },
+    },
+    {
+      pattern: '/v1/admin/organisations/:organisationId/keys',
+      methods: { GET: authed(listApiKeys), POST: authed(createApiKey) },
+    },
+    {
+      pattern: '/v1/admin/organisations/:organisationId/keys/:keyId',
+      methods: { DELETE: authed(revokeApiKey) },
+    },
+    // The manual clock route exists only in test mode.
+    ...(testMode ? [{ pattern: '/v1/admin/clock', methods: { POST: authed(advanceClock) } }] : []),
+  ];
+}
+
+/**
+ * Builds the v1 API over its ports.
+ *
+ * @example
+ * ```ts
+ * const api = createDisarmApi({ store, blobs, events, clock }, { publicBaseUrl: 'https://cdr.example.com' });
+ * const response = await api.fetch(new Request('https://cdr.example.com/v1/account', { headers }));
+ * ```
+ */
+export function createDisarmApi(
+  ports: DisarmApiPorts,
+  config: DisarmApiConfig,
+  extensions: DisarmApiExtensions = {},
+): DisarmApi {
+  const settings = resolveSettings(config);
+  const api: ApiContext = {
+    store: ports.store,
+    blobs: ports.blobs,
+    events: ports.events,
+    clock: ports.clock,
+    random: ports.random ?? cryptoRandom,
+    logger: ports.logger ?? NO_LOGGER,
+    settings,
+  };
+  const routes: { compiled: CompiledPattern; definition: RouteDefinition }[] = [
+    ...apiRoutes(settings.manualClock !== undefined),
+    ...publicRoutes(api, { requireRateLimitHeaders: false }),
+    ...(extensions.routes ?? []),
+  ].map((definition) => ({ compiled: compilePattern(definition.pattern), definition }));
+  const middleware = extensions.middleware ?? [];
+  const problem = (
+    code: Parameters<typeof problemResponse>[1],
+    options?: Parameters<typeof problemResponse>[2],
+  ): Response => problemResponse(settings.publicBaseUrl, code, options);
+
+  async function handle(request: Request, url: URL): Promise<Response> {
+    let found: { params: Record<string, string>; definition: RouteDefinition } | undefined;
+    for (const route of routes) {
+      const params = route.compiled.match(url.pathname);
+      if (params) {
+        found = { params, definition: route.definition };
+        break;
+      }
+    }
+    if (!found)
+      return problem('NotFound', { detail: `No route ${url.pathname}.`, instance: url.pathname });
+    const options = found.definition.methods[request.method];
+    if (!options) {
+      const allow = Object.keys(found.definition.methods).join(', ');
+      return problem('MethodNotAllowed', {
+        detail: `${url.pathname} answers ${allow}.`,
+        instance: url.pathname,
+        headers: { Allow: allow },
+      });
+    }
+    let principal;
+    if (options.auth === 'required') {
+      principal = await authenticate(request, {
+        store: api.store,
+        adminTokenHashes: settings.adminTokenHashes,
+        ...(extensions.verifyBearer ? { verifyBearer: extensions.verifyBearer } : {}),
+      });
+      if (!principal) {
+        return problem('Unauthorized', {
+          detail: 'Send an API key (X-Api-Key) or a bearer token (Authorization: Bearer).',
+          instance: url.pathname,
+          headers: { 'WWW-Authenticate': 'Bearer realm="disarm"' },
+        });
+      }
+    }
+    const context: RequestContext = {
+      api,
+      request,
+      url,
+      params: found.params,
+      principal,
+      responseHeaders: new Headers(),
+    };
+    const run = async (): Promise<Response> => {
+      try {
+        return await options.handler(context);
+      } catch (error) {
+        return errorResponse(error, url.pathname);
+      }
+    };
+    const chain = middleware.reduceRight<() => Promise<Response>>(
+      (next, step) => () => step(context, options, next),
+      run,
+    );
+    const response = await chain();
+    return withHeaders(response, context.responseHeaders);
+  }
+
+  function errorResponse(error: unknown, path: string): Response {
+    if (error instanceof ProblemError)
+      return problem(error.code, { instance: path, ...error.options });
+    if (error instanceof ValidationError) {
+      return problem('ValidationFailed', {
+        detail: error.message,
+        instance: path,
+        extensions: { errors: error.errors },
+      });
+    }
+    api.logger.error({ err: error, path }, 'request failed');
+    return problem('InternalError', {
+      detail: 'Something failed inside the service.',
+      instance: path,
+    });
+  }
+
+  return {
+    async fetch(request) {
+      let url: URL;
+      try {
+        url = new URL(request.url);
+      } catch {
+        return problem('NotFound');
+      }
+      try {
+        return await handle(request, url);
+      } catch (error) {
+        return errorResponse(error, url.pathname);
+      }
+    },
+  };
+}
+
+function withHeaders(response: Response, extra: Headers): Response {
+  if ([...extra.keys()].length === 0) return response;
+  const headers = new Headers(response.headers);
+  extra.forEach((value, name) => {
+    if (!headers.has(name)) headers.set(name, value);
+  });
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+}

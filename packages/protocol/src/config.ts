@@ -1,0 +1,63 @@
+import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from './ports.ts';
+
+/** Structured logger the API writes to (pino-compatible subset). Never given secrets. */
+export interface Logger {
+  info(object: Record<string, unknown>, message?: string): void;
+  warn(object: Record<string, unknown>, message?: string): void;
+  error(object: Record<string, unknown>, message?: string): void;
+}
+
+/** Everything the API talks to. */
+export interface DisarmApiPorts {
+  readonly store: StateStore;
+  readonly blobs: BlobStore;
+  readonly events: DocumentEvents;
+  readonly clock: Clock;
+  /** Default: `crypto.getRandomValues`. */
+  readonly random?: Random;
+  /** Default: no logging. */
+  readonly logger?: Logger;
+}
+
+/** A static file of the interactive reference (`/docs`), served by the process itself. */
+export interface DocsAsset {
+  readonly body: Uint8Array;
+  readonly contentType: string;
+}
+
+/** How the API is configured. */
+export interface DisarmApiConfig {
+  /**
+   * Absolute base URL clients reach the API at, e.g. `https://cdr.example.com`. Every
+   * `statusUrl`, `Location` and problem `type` is built from it — never from the request's
+   * Host header, which a client controls.
+   */
+  readonly publicBaseUrl: string;
+  /** Longest sync wait in seconds (`wait=true`, `Prefer: respond-sync`). @default 45 */
+  readonly syncWaitSeconds?: number;
+  /** Suggested seconds between polls while in flight (`pollAfterSeconds`, `Retry-After`). @default 2 */
+  readonly pollAfterSeconds?: number;
+  /**
+   * How long a delete-after-download file stays fetchable after the first download call (the
+   * link cannot tell the API when a download finished). @default 300
+   */
+  readonly deleteAfterDownloadGraceSeconds?: number;
+  /** Where a caller manages the account (`helpUrl` of failed and rejected envelopes). */
+  readonly helpUrl?: string;
+  /**
+   * SHA-256 (hex) of bootstrap admin tokens: a bearer token whose hash is listed here acts with
+   * scope `cdr.admin` on `/v1/admin/*`. Store only hashes.
+   */
+  readonly adminTokenHashes?: readonly string[];
+  /**
+   * Test mode: the manual clock that `POST /v1/admin/clock` advances. Never set in production.
+   */
+  readonly manualClock?: { advance(milliseconds: number): Date | Promise<Date>; now(): Date };
+  /**
+   * Readiness for `GET /readyz` (store reachable, workers up). `GET /healthz` only says the process
+   * answers. @default always ready
+   */
+  readonly readiness?: () => Promise<boolean>;
+  /** Files of the `/docs` reference by name (`index.html` and its scripts and styles). */
+  readonly docsAssets?: (name: string) => Promise<DocsAsset | undefined>;
+}

@@ -1,0 +1,78 @@
+import type { Principal } from '../auth/principal.ts';
+import type { DisarmApiConfig, DocsAsset, Logger } from '../config.ts';
+import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from '../ports.ts';
+
+/** The API's configuration with every default resolved. */
+export interface ApiSettings {
+  /** Without a trailing slash. */
+  readonly publicBaseUrl: string;
+  readonly syncWaitMs: number;
+  readonly pollAfterSeconds: number;
+  readonly deleteAfterDownloadGraceMs: number;
+  readonly helpUrl: string;
+  readonly adminTokenHashes: ReadonlySet<string>;
+  readonly manualClock: DisarmApiConfig['manualClock'];
+  readonly readiness: () => Promise<boolean>;
+  readonly docsAssets: ((name: string) => Promise<DocsAsset | undefined>) | undefined;
+}
+
+/** What every handler can reach. */
+export interface ApiContext {
+  readonly store: StateStore;
+  readonly blobs: BlobStore;
+  readonly events: DocumentEvents;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly settings: ApiSettings;
+}
+
+/** One request on its way through the pipeline. */
+export interface RequestContext {
+  readonly api: ApiContext;
+  readonly request: Request;
+  readonly url: URL;
+  readonly params: Readonly<Record<string, string>>;
+  /** Set by the authentication step for routes that need it. */
+  readonly principal: Principal | undefined;
+  /** Headers every response of this request carries (usage, rate-limit fields). */
+  readonly responseHeaders: Headers;
+}
+
+/** A route handler. */
+export type Handler = (context: RequestContext) => Promise<Response>;
+
+/** Resolves defaults and checks the configuration (`TypeError` on misuse). */
+export function resolveSettings(config: DisarmApiConfig): ApiSettings {
+  let base: URL;
+  try {
+    base = new URL(config.publicBaseUrl);
+  } catch {
+    throw new TypeError(`publicBaseUrl must be an absolute URL, got ${config.publicBaseUrl}`);
+  }
+  if (base.search !== '' || base.hash !== '') {
+    throw new TypeError('publicBaseUrl must not carry a query or fragment');
+  }
+  const publicBaseUrl = base.toString().replace(/\/+$/, '');
+  const syncWaitSeconds = config.syncWaitSeconds ?? 45;
+  const pollAfterSeconds = config.pollAfterSeconds ?? 2;
+  const graceSeconds = config.deleteAfterDownloadGraceSeconds ?? 300;
+  for (const [name, value] of [
+    ['syncWaitSeconds', syncWaitSeconds],
+    ['pollAfterSeconds', pollAfterSeconds],
+    ['deleteAfterDownloadGraceSeconds', graceSeconds],
+  ] as const) {
+    if (!Number.isFinite(value) || value < 0) throw new TypeError(`${name} must be >= 0`);
+  }
+  return {
+    publicBaseUrl,
+    syncWaitMs: syncWaitSeconds * 1000,
+    pollAfterSeconds: Math.max(1, Math.round(pollAfterSeconds)),
+    deleteAfterDownloadGraceMs: graceSeconds * 1000,
+    helpUrl: config.helpUrl ?? `${publicBaseUrl}/docs`,
+    adminTokenHashes: new Set((config.adminTokenHashes ?? []).map((hash) => hash.toLowerCase())),
+    manualClock: config.manualClock,
+    readiness: config.readiness ?? (() => Promise.resolve(true)),
+    docsAssets: config.docsAssets,
+  };
+}

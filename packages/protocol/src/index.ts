@@ -1,0 +1,77 @@
+export { createDisarmApi } from './api.ts';
+export type {
+  DisarmApi,
+  DisarmApiExtensions,
+  Middleware,
+  RouteDefinition,
+  RouteOptions,
+} from './api.ts';
+export type { BearerVerifier, CredentialKind, Principal } from './auth/principal.ts';
+export { SCOPE_ADMIN, SCOPE_API } from './auth/principal.ts';
+export type { ApiContext, Handler, RequestContext } from './http/context.ts';
+export { ProblemError } from './http/problem-error.ts';
+export { problemResponse } from './http/problem-response.ts';
+export { jsonResponse } from './http/negotiation.ts';
+export type { DisarmApiConfig, DisarmApiPorts, DocsAsset, Logger } from './config.ts';
+export { createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
+export type { StorageApiOptions } from './storage/api.ts';
+export { createLinkSigner, STORAGE_PATH_PREFIX } from './storage/signer.ts';
+export type { LinkClaims, LinkRefusal, LinkSigner } from './storage/signer.ts';
+export { BlobDigestMismatchError, BlobTooLargeError } from './ports.ts';
+export type {
+  AcceptResult,
+  BlobStore,
+  Clock,
+  DeleteFileResult,
+  DocumentEvents,
+  DocumentResult,
+  IdempotencyClaim,
+  IdempotencyRecord,
+  NewDocument,
+  NewOrganisation,
+  OAuthClientRecord,
+  OrganisationPatch,
+  PlanTermsOverride,
+  Random,
+  SignedUpload,
+  SigningKeyRecord,
+  StateStore,
+  StoredResponse,
+  SubmitRefusal,
+  SweepItem,
+} from './ports.ts';
+export { isPlanName, MAX_FILE_SIZE_BYTES, PLANS } from './domain/plans.ts';
+export type { PlanName, PlanTerms, PlanType } from './domain/plans.ts';
+export type {
+  ApiKeyRecord,
+  DocumentOutput,
+  DocumentRecord,
+  DocumentStatus,
+  FailureReason,
+  Lane,
+  Organisation,
+  UploadRecord,
+} from './domain/types.ts';
+export { cryptoRandom, newId } from './domain/ids.ts';
+export type { IdKind } from './domain/ids.ts';
+export { API_KEY_PREFIX, generateApiKey, hashApiKey, isWellFormedApiKey } from './auth/api-keys.ts';
+export type { NewApiKey } from './auth/api-keys.ts';
+export {
+  assertTransition,
+  canTransition,
+  isInFlight,
+  isTerminal,
+  TRANSITIONS,
+} from './documents/state-machine.ts';
+export { PROBLEMS } from './http/problems.ts';
+export type { ProblemCode, ProblemType } from './http/problems.ts';
+export {
+  createOpenApiDocument,
+  DOCS_ASSET_TYPES,
+  DOCS_CSP,
+  DOCS_PATH,
+  HTTP_METHODS,
+  isDocsAssetName,
+  OPENAPI_PATH,
+} from './openapi/index.ts';
+export type { OpenApiDocument, OpenApiDocumentOptions } from './openapi/index.ts';

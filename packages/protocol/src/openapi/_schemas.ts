@@ -1,0 +1,590 @@
+import { FINDING_KINDS, REJECTION_REASONS } from '@disarm/core';
+
+import { PLANS } from '../domain/plans.ts';
+import { PROBLEMS } from '../http/problems.ts';
+import type { ProblemCode } from '../http/problems.ts';
+import type { SchemaObject } from './types.ts';
+
+/** `#/components/schemas/<name>`. */
+export function schemaRef(name: SchemaName): SchemaObject {
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+const int32 = (minimum?: number): SchemaObject => ({
+  type: 'integer',
+  format: 'int32',
+  ...(minimum !== undefined ? { minimum } : {}),
+});
+const int64 = (minimum?: number): SchemaObject => ({
+  type: 'integer',
+  format: 'int64',
+  ...(minimum !== undefined ? { minimum } : {}),
+});
+const dateTime: SchemaObject = { type: 'string', format: 'date-time' };
+const absoluteUrl: SchemaObject = { type: 'string', format: 'uri' };
+
+/** Finding kinds an organisation policy may name. */
+const FINDING_KIND_NAMES = Object.keys(FINDING_KINDS);
+const PLAN_NAMES = Object.keys(PLANS);
+const FAILURE_REASONS = ['timeout', 'internal_error'] as const;
+const IN_FLIGHT = ['pending', 'processing'] as const;
+
+/** Members that only a completed document carries. */
+const COMPLETED_ONLY = [
+  'outcome',
+  'modifications',
+  'outputFormat',
+  'downloadUrl',
+  'downloadExpiresAt',
+];
+/** Members that only a rejected or failed document carries. */
+const TERMINAL_NOT_COMPLETED_ONLY = ['reason', 'threatNames', 'helpUrl'];
+
+/** `{ not: { anyOf: [{ required: [a] }, ...] } }`: none of `members` is present. */
+function absent(members: readonly string[]): SchemaObject {
+  return { not: { anyOf: members.map((member) => ({ required: [member] })) } };
+}
+
+/** The spec's document envelope, with its "completed only" / "in flight only" rules. */
+const documentEnvelope: SchemaObject = {
+  type: 'object',
+  description:
+    'The document envelope (spec "Document envelope"). Null members are omitted. Returned by every successful /v1/documents call and as the 409 body of a premature download.',
+  required: ['id', 'status', 'statusUrl'],
+  additionalProperties: false,
+  properties: {
+    id: {
+      type: 'string',
+      minLength: 1,
+      description: 'Document request id.',
+      examples: ['doc_8k2m4q7w9x1c3v5b6n0p'],
+    },
+    status: {
+      type: 'string',
+      enum: ['pending', 'processing', 'completed', 'rejected', 'failed'],
+      description: '`pending` and `processing` are in flight; the others are terminal.',
+    },
+    statusUrl: {
+      ...absoluteUrl,
+      description:
+        'Where to poll this document. Carries `statusStyle=202` when the submission opted into the 202-while-pending contract.',
+    },
+    outcome: {
+      type: 'string',
+      enum: ['cleaned', 'clean'],
+      description:
+        'Completed only. `cleaned`: rebuilt, disallowed content removed. `clean` is reserved.',
+    },
+    modifications: {
+      type: 'array',
+      items: { type: 'string', enum: ['rebuilt', 'converted'] },
+      uniqueItems: true,
+      contains: { const: 'rebuilt' },
+      description:
+        'Completed only. `rebuilt` always; `converted` when the returned format differs from the submitted one.',
+    },
+    outputFormat: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'Only with `converted`: the format the cleaned file is returned in (e.g. `pdf`).',
+    },
+    reason: {
+      type: 'string',
+      enum: [...REJECTION_REASONS, ...FAILURE_REASONS],
+      description:
+        'Terminal non-completed only: the rejection reason (`rejected`) or failure reason (`failed`: `timeout`, `internal_error`, credited back). May be absent on requests predating structured outcomes.',
+    },
+    threatNames: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'Rejected with `threat_detected` only: names of the threats found.',
+    },
+    submittedAt: { ...dateTime, description: 'Submission time, UTC.' },
+    completedAt: { ...dateTime, description: 'Terminal time, UTC; absent while in flight.' },
+    downloadUrl: {
+      ...absoluteUrl,
+      description:
+        'Completed only, while valid: pre-authorised, time-limited link to the cleaned file. Never present with `deleteAfterDownload`. Do not send credentials to it.',
+    },
+    downloadExpiresAt: {
+      ...dateTime,
+      description: 'Completed only: 24 hours after completion.',
+    },
+    pollAfterSeconds: {
+      ...int32(0),
+      description: 'In flight only: suggested seconds before the next poll.',
+    },
+    helpUrl: {
+      ...absoluteUrl,
+      description: 'Terminal non-completed only: where to manage the account.',
+    },
+    deleteAfterDownload: {
+      type: 'boolean',
+      description: 'True when the early-deletion opt-in was used.',
+    },
+    deletedAt: {
+      ...dateTime,
+      description:
+        'When the cleaned file was deleted (DELETE or the delete-after-download sweep). Status, outcome and metadata stay readable.',
+    },
+  },
+  allOf: [
+    {
+      if: { properties: { status: { enum: [...IN_FLIGHT] } } },
+      then: absent([...COMPLETED_ONLY, ...TERMINAL_NOT_COMPLETED_ONLY, 'completedAt', 'deletedAt']),
+      else: absent(['pollAfterSeconds']),
+    },
+    {
+      if: { properties: { status: { const: 'completed' } } },
+      then: {
+        allOf: [{ required: ['outcome', 'modifications'] }, absent(TERMINAL_NOT_COMPLETED_ONLY)],
+      },
+    },
+    {
+      if: { properties: { status: { enum: ['rejected', 'failed'] } } },
+      then: absent(COMPLETED_ONLY),
+    },
+    {
+      if: { properties: { status: { const: 'rejected' } } },
+      then: { properties: { reason: { enum: [...REJECTION_REASONS] } } },
+    },
+    {
+      if: { properties: { status: { const: 'failed' } } },
+      then: { properties: { reason: { enum: [...FAILURE_REASONS] } } },
+    },
+    {
+      // threatNames: "rejected with threat_detected only".
+      if: { required: ['threatNames'] },
+      then: {
+        required: ['reason'],
+        properties: { status: { const: 'rejected' }, reason: { const: 'threat_detected' } },
+      },
+    },
+    {
+      // outputFormat: "only with converted", and a converted file names its format.
+      if: {
+        required: ['modifications'],
+        properties: { modifications: { contains: { const: 'converted' } } },
+      },
+      then: { required: ['outputFormat'] },
+      else: absent(['outputFormat']),
+    },
+    {
+      // "Never present when deleteAfterDownload is true."
+      if: {
+        required: ['deleteAfterDownload'],
+        properties: { deleteAfterDownload: { const: true } },
+      },
+      then: absent(['downloadUrl']),
+    },
+  ],
+};
+
+const account: SchemaObject = {
+  type: 'object',
+  description: 'The account snapshot: a fresh read on every call (never cached).',
+  additionalProperties: false,
+  required: [
+    'organisationId',
+    'organisationName',
+    'planType',
+    'status',
+    'monthlyAllowance',
+    'periodStart',
+    'periodEnd',
+    'periodUsedSubmissions',
+    'creditBalancePence',
+    'rateLimitPerMinute',
+    'maxFileSizeBytes',
+    'maxUploadSizeBytes',
+  ],
+  properties: {
+    organisationId: { type: 'string', description: 'Organisation of the caller.' },
+    organisationName: { type: 'string', description: 'Display name.' },
+    planType: { type: 'string', enum: ['tier', 'payg', 'internal'] },
+    status: { type: 'string', enum: ['active', 'suspended'] },
+    monthlyAllowance: {
+      ...int64(0),
+      description: 'Documents per billing period (tier plans; 0 for pay-as-you-go).',
+    },
+    periodStart: { ...dateTime, description: 'Start of the current billing period, UTC.' },
+    periodEnd: {
+      ...dateTime,
+      description: 'End of the period, UTC, exclusive: when the allowance resets.',
+    },
+    periodUsedSubmissions: {
+      ...int64(0),
+      description: 'Billable documents accepted this period.',
+    },
+    periodRemainingSubmissions: {
+      type: ['integer', 'null'],
+      format: 'int64',
+      minimum: 0,
+      description: 'Remaining allowance, floored at zero; null for plans without an allowance.',
+    },
+    creditBalancePence: {
+      ...int64(),
+      description: 'Prepaid credit in pence; present on every plan.',
+    },
+    pricePerDocumentPence: {
+      ...int32(0),
+      description: 'Per-document price in pence; pay-as-you-go only, absent on other plans.',
+    },
+    rateLimitPerMinute: { ...int32(0), description: 'API requests per minute.' },
+    maxFileSizeBytes: { ...int64(0), description: 'Multipart and raw lane ceiling in bytes.' },
+    maxUploadSizeBytes: { ...int64(0), description: 'Upload-lane ceiling in bytes.' },
+  },
+  allOf: [
+    {
+      if: { properties: { planType: { const: 'payg' } } },
+      then: { required: ['pricePerDocumentPence'] },
+      else: absent(['pricePerDocumentPence']),
+    },
+    {
+      if: { properties: { planType: { const: 'tier' } } },
+      then: {
+        required: ['periodRemainingSubmissions'],
+        properties: { periodRemainingSubmissions: { type: 'integer' } },
+      },
+      else: { properties: { periodRemainingSubmissions: { type: 'null' } } },
+    },
+  ],
+};
+
+const uploadEnvelope: SchemaObject = {
+  type: 'object',
+  description:
+    'A staged upload: PUT the bytes to `uploadUrl`, then submit `uploadId` by reference.',
+  additionalProperties: false,
+  required: ['uploadId', 'uploadUrl', 'method', 'requiredHeaders', 'maxSizeBytes', 'expiresAt'],
+  properties: {
+    uploadId: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 64,
+      description: 'Id to submit by reference.',
+    },
+    uploadUrl: {
+      ...absoluteUrl,
+      description:
+        'Time-limited, single-blob, create+write-only storage link (60 minutes); the API is not in the data path. Send no Authorization header (400 AuthorizationHeaderNotAllowed). Storage answers 201, or a problem: ValidationFailed (wrong Content-Type), DigestMismatch (Content-MD5 does not match), FileTooLargeForPlan, UnsupportedContentEncoding, UploadAlreadyUploaded (409), InvalidSignature or LinkExpired (403).',
+    },
+    method: { type: 'string', enum: ['PUT'], description: 'HTTP method to use against uploadUrl.' },
+    requiredHeaders: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: 'Headers the PUT must carry.',
+    },
+    maxSizeBytes: { ...int64(0), description: 'The plan’s upload-lane ceiling.' },
+    expiresAt: { ...dateTime, description: 'When the link stops accepting the PUT, UTC.' },
+  },
+};
+
+const uploadCreate: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['fileName'],
+  properties: {
+    fileName: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      description:
+        'The file name including its extension; checked against the supported types now, before any bytes move.',
+      examples: ['quarterly-report.docx'],
+    },
+  },
+};
+
+const submitByReference: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['uploadId'],
+  properties: {
+    uploadId: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 64,
+      description: 'Id from POST /v1/uploads.',
+    },
+    deleteAfterDownload: {
+      type: 'boolean',
+      default: false,
+      description:
+        'Delete the cleaned file shortly after its first download (no downloadUrl is given).',
+    },
+  },
+};
+
+const multipartSubmission: SchemaObject = {
+  type: 'object',
+  required: ['file'],
+  properties: {
+    file: {
+      type: 'string',
+      format: 'binary',
+      contentMediaType: 'application/octet-stream',
+      description:
+        'The file, up to the plan’s maxFileSizeBytes (100 MB); its name picks the format.',
+    },
+    deleteAfterDownload: { type: 'boolean', default: false },
+  },
+};
+
+const problemCode: SchemaObject = {
+  type: 'string',
+  description:
+    'The stable, machine-readable problem code: branch on it, never on `title` or `detail`. `components.x-problem-catalogue` and `/problems/{code}` describe each.',
+  enum: Object.keys(PROBLEMS),
+};
+
+const fieldError: SchemaObject = {
+  type: 'object',
+  required: ['field', 'message'],
+  properties: {
+    field: {
+      type: 'string',
+      description:
+        'Where the value is: `query.waitSeconds`, `body.uploadId`, `header.Idempotency-Key`, `form.file`.',
+    },
+    message: { type: 'string' },
+  },
+};
+
+/** Codes whose problem bodies must carry extension members. */
+const REQUIRED_MEMBERS: readonly (readonly [ProblemCode, readonly string[]])[] = [
+  ['FileTooLargeForPlan', ['maxSizeBytes']],
+  ['InsufficientCredit', ['balancePence', 'pricePerDocumentPence']],
+];
+
+const problem: SchemaObject = {
+  type: 'object',
+  description:
+    'RFC 9457 problem details. Extension members beyond the listed ones may appear; ignore those you do not know.',
+  required: ['type', 'title', 'status', 'code', 'detail'],
+  properties: {
+    type: { ...absoluteUrl, description: 'Catalogue entry: `{base_url}/problems/{code}`.' },
+    title: { type: 'string' },
+    status: { ...int32(), minimum: 400, maximum: 599 },
+    code: schemaRef('ProblemCode'),
+    detail: { type: 'string', description: 'Human text; do not parse.' },
+    instance: { type: 'string', format: 'uri-reference' },
+    errors: {
+      type: 'array',
+      items: schemaRef('FieldError'),
+      description: 'ValidationFailed: each problem with one request value.',
+    },
+    maxSizeBytes: {
+      ...int64(0),
+      description: 'FileTooLargeForPlan: the ceiling that was exceeded.',
+    },
+    acceptedByLane: {
+      type: 'string',
+      enum: ['upload'],
+      description: 'FileTooLargeForPlan: the lane that would accept the file.',
+    },
+    balancePence: { ...int64(), description: 'InsufficientCredit: the current balance.' },
+    pricePerDocumentPence: {
+      ...int32(0),
+      description: 'InsufficientCredit: the per-document price.',
+    },
+  },
+  allOf: REQUIRED_MEMBERS.map(([code, members]) => ({
+    if: { required: ['code'], properties: { code: { const: code } } },
+    then: { required: [...members] },
+  })),
+};
+
+const policy: SchemaObject = {
+  type: 'object',
+  description:
+    'Per finding kind, `strip` (default: remove and rebuild) or `reject` (policy_violation).',
+  propertyNames: { enum: FINDING_KIND_NAMES },
+  additionalProperties: { type: 'string', enum: ['strip', 'reject'] },
+  examples: [{ 'vba-macro': 'reject' }],
+};
+
+const terms: SchemaObject = {
+  type: 'object',
+  description: 'Overrides of the plan’s terms (Volume is custom); only the given members change.',
+  additionalProperties: false,
+  properties: {
+    monthlyAllowance: int64(0),
+    rateLimitPerMinute: int32(0),
+    maxUploadSizeBytes: int64(0),
+    pricePerDocumentPence: int32(0),
+  },
+};
+
+const planName: SchemaObject = { type: 'string', enum: PLAN_NAMES };
+
+const adminOrganisation: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: [
+    'id',
+    'name',
+    'status',
+    'plan',
+    'planType',
+    'monthlyAllowance',
+    'rateLimitPerMinute',
+    'maxFileSizeBytes',
+    'maxUploadSizeBytes',
+    'pricePerDocumentPence',
+    'creditBalancePence',
+    'periodStart',
+    'periodEnd',
+    'periodUsedSubmissions',
+    'policy',
+    'createdAt',
+  ],
+  properties: {
+    id: { type: 'string', minLength: 1 },
+    name: { type: 'string' },
+    status: { type: 'string', enum: ['active', 'suspended'] },
+    plan: {
+      type: ['string', 'null'],
+      enum: [...PLAN_NAMES, null],
+      description: 'Null until provisioned.',
+    },
+    planType: { type: ['string', 'null'], enum: ['tier', 'payg', 'internal', null] },
+    monthlyAllowance: int64(0),
+    rateLimitPerMinute: int32(0),
+    maxFileSizeBytes: int64(0),
+    maxUploadSizeBytes: int64(0),
+    pricePerDocumentPence: { type: ['integer', 'null'], format: 'int32', minimum: 0 },
+    creditBalancePence: int64(),
+    periodStart: dateTime,
+    periodEnd: dateTime,
+    periodUsedSubmissions: int64(0),
+    policy: schemaRef('Policy'),
+    createdAt: dateTime,
+  },
+};
+
+const adminOrganisationCreate: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    plan: {
+      ...planName,
+      description: 'Omit to create the organisation unprovisioned (NotProvisioned).',
+    },
+    creditPence: { ...int64(0), description: 'Opening prepaid credit.' },
+    terms: schemaRef('PlanTerms'),
+    policy: schemaRef('Policy'),
+  },
+};
+
+const adminOrganisationPatch: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    status: { type: 'string', enum: ['active', 'suspended'] },
+    plan: {
+      ...planName,
+      description: 'Re-provision: terms reset to the plan’s, then `terms` apply.',
+    },
+    terms: schemaRef('PlanTerms'),
+    creditDeltaPence: { ...int64(), description: 'Added to (negative: taken from) the balance.' },
+    policy: schemaRef('Policy'),
+  },
+};
+
+const apiKeyProperties = {
+  id: { type: 'string', minLength: 1 },
+  name: { type: 'string' },
+  displayPrefix: {
+    type: 'string',
+    description: 'The first characters of the key, to recognise it.',
+  },
+  createdAt: dateTime,
+} as const;
+
+const apiKey: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'name', 'displayPrefix', 'createdAt', 'revokedAt'],
+  properties: {
+    ...apiKeyProperties,
+    revokedAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'Revocation takes effect within one minute; revoked keys stay listed.',
+    },
+  },
+};
+
+const apiKeyCreated: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'name', 'displayPrefix', 'key', 'createdAt'],
+  properties: {
+    ...apiKeyProperties,
+    revokedAt: { type: 'null', description: 'A new key is not revoked.' },
+    key: {
+      type: 'string',
+      pattern: '^dsm_live_[0-9a-z]{43}$',
+      description: 'The key itself, shown exactly once: only its hash is stored.',
+    },
+  },
+};
+
+const apiKeyCreate: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { name: { type: 'string', minLength: 1, maxLength: 200 } },
+};
+
+const clockAdvance: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['advanceSeconds'],
+  properties: { advanceSeconds: int64(0) },
+};
+
+const clockNow: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['now'],
+  properties: { now: dateTime },
+};
+
+const healthStatus: SchemaObject = {
+  type: 'object',
+  required: ['status'],
+  properties: { status: { type: 'string', enum: ['ok', 'ready', 'not ready'] } },
+};
+
+/** Every component schema by name. */
+export const SCHEMAS = {
+  Document: documentEnvelope,
+  Account: account,
+  UploadCreate: uploadCreate,
+  Upload: uploadEnvelope,
+  SubmitByReference: submitByReference,
+  MultipartSubmission: multipartSubmission,
+  Problem: problem,
+  ProblemCode: problemCode,
+  FieldError: fieldError,
+  Policy: policy,
+  PlanTerms: terms,
+  PlanName: planName,
+  AdminOrganisation: adminOrganisation,
+  AdminOrganisationCreate: adminOrganisationCreate,
+  AdminOrganisationPatch: adminOrganisationPatch,
+  ApiKey: apiKey,
+  ApiKeyCreated: apiKeyCreated,
+  ApiKeyCreate: apiKeyCreate,
+  ClockAdvance: clockAdvance,
+  ClockNow: clockNow,
+  HealthStatus: healthStatus,
+} as const satisfies Record<string, SchemaObject>;
+
+/** Name of a component schema. */
+export type SchemaName = keyof typeof SCHEMAS;

@@ -1,0 +1,381 @@
+import type { Finding, Policy, RejectionReason } from '@disarm/core';
+
+import type { PlanName } from './domain/plans.ts';
+import type {
+  ApiKeyRecord,
+  DocumentRecord,
+  FailureReason,
+  Lane,
+  Organisation,
+  UploadRecord,
+} from './domain/types.ts';
+
+/** Time. The system clock in production; a manual clock in tests and test mode. */
+export interface Clock {
+  now(): Date;
+}
+
+/** Randomness for ids and secrets. Default: `crypto.getRandomValues`. */
+export interface Random {
+  bytes(length: number): Uint8Array;
+}
+
+// ─── State store ────────────────────────────────────────────────────────────────────────────
+
+/** Input of {@link StateStore.createOrganisation}. */
+export interface NewOrganisation {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: PlanName | null;
+  /** Overrides of the plan's terms (Volume is custom). */
+  readonly terms?: Partial<PlanTermsOverride>;
+  readonly creditBalancePence?: number;
+  readonly policy?: Policy;
+}
+
+/** Terms an admin may set per organisation. */
+export interface PlanTermsOverride {
+  readonly monthlyAllowance: number;
+  readonly rateLimitPerMinute: number;
+  readonly maxUploadSizeBytes: number;
+  readonly pricePerDocumentPence: number;
+}
+
+/** Changes to an organisation; only the given fields change. */
+export interface OrganisationPatch {
+  readonly name?: string;
+  readonly status?: 'active' | 'suspended';
+  /** Re-provision on another plan (terms reset to the plan's, then `terms` applied). */
+  readonly plan?: PlanName;
+  readonly terms?: Partial<PlanTermsOverride>;
+  /** Added to (or, negative, taken from) the credit balance. */
+  readonly creditDeltaPence?: number;
+  readonly policy?: Policy;
+}
+
+/** Input of {@link StateStore.acceptDocument}. */
+export interface NewDocument {
+  readonly id: string;
+  readonly organisationId: string;
+  readonly lane: Lane;
+  readonly fileName: string;
+  readonly sizeBytes: number;
+  readonly intakeKey: string;
+  readonly deleteAfterDownload: boolean;
+  readonly statusStyle202: boolean;
+  /**
+   * Submit-by-reference: the upload consumed in the same transaction. The document then takes
+   * its `fileName`, `intakeKey` and `sizeBytes` from the upload; the values given here are ignored.
+   */
+  readonly uploadId?: string;
+}
+
+/** Why an organisation cannot submit right now. */
+export type SubmitRefusal =
+  | { readonly kind: 'not_provisioned' }
+  | { readonly kind: 'suspended' }
+  | { readonly kind: 'quota_exceeded'; readonly organisation: Organisation }
+  | {
+      readonly kind: 'insufficient_credit';
+      readonly organisation: Organisation;
+      readonly balancePence: number;
+      readonly pricePence: number;
+    };
+
+/** Result of {@link StateStore.acceptDocument}. */
+export type AcceptResult =
+  | {
+      readonly kind: 'accepted';
+      readonly document: DocumentRecord;
+      /** The organisation after the charge (for usage headers). */
+      readonly organisation: Organisation;
+    }
+  | SubmitRefusal
+  | { readonly kind: 'upload_not_found' }
+  | { readonly kind: 'upload_already_submitted' }
+  | { readonly kind: 'upload_not_uploaded' }
+  | { readonly kind: 'upload_too_large'; readonly maxSizeBytes: number };
+
+/** How processing ended, as the worker reports it. */
+export type DocumentResult =
+  | {
+      readonly status: 'completed';
+      readonly blobKey: string;
+      readonly fileName: string;
+      readonly format: string;
+      readonly mediaType: string;
+      readonly converted: boolean;
+      readonly sizeBytes: number;
+      readonly findings: readonly Finding[];
+    }
+  | {
+      readonly status: 'rejected';
+      readonly reason: RejectionReason;
+      readonly threatNames: readonly string[];
+      readonly detail: string;
+    }
+  | { readonly status: 'failed'; readonly reason: FailureReason; readonly detail: string };
+
+/** Result of {@link StateStore.deleteDocumentFile}. */
+export type DeleteFileResult =
+  | { readonly kind: 'not_found' }
+  | { readonly kind: 'in_flight'; readonly document: DocumentRecord }
+  /** The file is marked deleted now; the caller removes `blobKey` from the blob store. */
+  | { readonly kind: 'deleted'; readonly document: DocumentRecord; readonly blobKey: string | null }
+  /** Nothing to delete (already deleted, never had a file): DELETE is idempotent. */
+  | { readonly kind: 'nothing_to_delete'; readonly document: DocumentRecord };
+
+/** A blob the sweeper must remove, and what to record once it is gone. */
+export interface SweepItem {
+  readonly kind: 'intake' | 'expired-output' | 'downloaded-output' | 'expired-upload';
+  readonly id: string;
+  readonly blobKey: string;
+}
+
+/** Stored idempotency record of one (organisation, key). */
+export interface IdempotencyRecord {
+  readonly organisationId: string;
+  readonly key: string;
+  /** Route the key was first used on, e.g. `POST /v1/documents`. */
+  readonly endpoint: string;
+  /** SHA-256 of the request (method, path, query, relevant headers and body). */
+  readonly requestHash: string;
+  readonly state: 'in_flight' | 'completed';
+  readonly createdAt: Date;
+  readonly expiresAt: Date;
+  /** The first response, replayed byte for byte. */
+  readonly response: StoredResponse | null;
+}
+
+/** A response kept for idempotent replay. */
+export interface StoredResponse {
+  readonly status: number;
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: Uint8Array;
+}
+
+/** Result of {@link StateStore.claimIdempotencyKey}. */
+export type IdempotencyClaim =
+  { readonly kind: 'claimed' } | { readonly kind: 'existing'; readonly record: IdempotencyRecord };
+
+/** An OAuth 2.0 client (client credentials grant); the secret is stored only as a hash. */
+export interface OAuthClientRecord {
+  readonly id: string;
+  readonly organisationId: string;
+  readonly name: string;
+  /** Scopes the client may ask for: `cdr.api`, `cdr.admin`. */
+  readonly scopes: readonly string[];
+  /** Hashes of the current secret(s): two during a rotation overlap. */
+  readonly secretHashes: readonly string[];
+  readonly createdAt: Date;
+  readonly revokedAt: Date | null;
+}
+
+/** An asymmetric key the embedded token endpoint signs with (private JWK kept encrypted at rest). */
+export interface SigningKeyRecord {
+  readonly kid: string;
+  readonly algorithm: 'ES256' | 'RS256' | 'EdDSA';
+  readonly publicJwk: string;
+  readonly privateJwk: string;
+  readonly createdAt: Date;
+  /** Stops signing after this; still published in the JWKS until `retiredAt`. */
+  readonly activeUntil: Date | null;
+  readonly retiredAt: Date | null;
+}
+
+/**
+ * Durable state: organisations, credentials, documents (with the queue), uploads, and the books.
+ * Every read and write of tenant data takes the organisation id, so a foreign id is simply not
+ * found. Money and allowance move only inside the transaction of the state change that causes
+ * them (accept charges, failure refunds).
+ */
+export interface StateStore {
+  // Organisations
+  createOrganisation(input: NewOrganisation, at: Date): Promise<Organisation>;
+  getOrganisation(id: string, at: Date): Promise<Organisation | undefined>;
+  listOrganisations(at: Date): Promise<Organisation[]>;
+  updateOrganisation(
+    id: string,
+    patch: OrganisationPatch,
+    at: Date,
+  ): Promise<Organisation | undefined>;
+
+  // API keys
+  createApiKey(record: ApiKeyRecord): Promise<void>;
+  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(organisationId: string): Promise<ApiKeyRecord[]>;
+  revokeApiKey(organisationId: string, keyId: string, at: Date): Promise<ApiKeyRecord | undefined>;
+
+  // Documents and the queue
+  /**
+   * Checks the organisation can submit (provisioned, active, allowance or credit left) and, if
+   * so, creates the document as `pending`, queues it and charges it — all in one transaction.
+   * With `uploadId`, also consumes that upload (once) in the same transaction.
+   */
+  acceptDocument(input: NewDocument, at: Date): Promise<AcceptResult>;
+  /** The same checks as {@link acceptDocument} without charging (uploads are refused up front). */
+  checkCanSubmit(organisationId: string, at: Date): Promise<SubmitRefusal | undefined>;
+  getDocument(organisationId: string, id: string): Promise<DocumentRecord | undefined>;
+  /** Sets `firstDownloadAt` if it is not set yet; returns the document. */
+  recordDownload(organisationId: string, id: string, at: Date): Promise<DocumentRecord | undefined>;
+  /** DELETE: marks the cleaned file deleted (idempotent); refused while in flight. */
+  deleteDocumentFile(organisationId: string, id: string, at: Date): Promise<DeleteFileResult>;
+  /** Leases the oldest `pending` document: it becomes `processing`, owned until the lease lapses. */
+  leaseDocument(owner: string, at: Date, leaseMs: number): Promise<DocumentRecord | undefined>;
+  /** Extends a lease still held by `owner`; false when it was lost. */
+  renewLease(id: string, owner: string, at: Date, leaseMs: number): Promise<boolean>;
+  /**
+   * Ends processing: `processing` -> terminal, only while `owner` holds the lease. A `failed`
+   * result refunds in the same transaction, exactly once: pay-as-you-go credit comes back, and
+   * the document's unit of `periodUsedSubmissions` is given back if it was submitted in the
+   * current period (a refunded document is not billable). Returns `undefined` if the lease was
+   * lost.
+   */
+  finishDocument(
+    id: string,
+    owner: string,
+    result: DocumentResult,
+    at: Date,
+  ): Promise<DocumentRecord | undefined>;
+  /**
+   * After a crash or restart: documents whose lease lapsed go back to `pending`, or end as
+   * `failed` (`internal_error`, refunded) once they have had `maxAttempts` attempts.
+   * @returns the documents that were failed.
+   */
+  recoverLapsedLeases(at: Date, maxAttempts: number): Promise<DocumentRecord[]>;
+  /** Forgets the intake blob key once the bytes are deleted. */
+  clearIntake(id: string): Promise<void>;
+
+  // Uploads
+  createUpload(record: UploadRecord): Promise<void>;
+  getUpload(organisationId: string, id: string): Promise<UploadRecord | undefined>;
+  /** Storage side (no organisation: the signed link is the authority). */
+  getUploadById(id: string): Promise<UploadRecord | undefined>;
+  /** Records the one PUT; false if the upload was already uploaded. */
+  markUploaded(id: string, sizeBytes: number, at: Date): Promise<boolean>;
+
+  // Retention
+  /**
+   * Blobs due for removal at `at`: intake bytes of terminal documents, outputs 24 h after
+   * completion, outputs `graceMs` after the first download of a delete-after-download document,
+   * uploads past their 24 h window (or whose bytes were never submitted).
+   */
+  listSweepable(at: Date, graceMs: number, limit: number): Promise<SweepItem[]>;
+  /** Records that the sweeper removed the blob of `item` (sets `deletedAt` where the spec says). */
+  markSwept(item: SweepItem, at: Date): Promise<void>;
+
+  // Rate limits (fixed one-minute windows, shared by every process)
+  /** Counts one request in `bucket` for the window starting at `windowStart`; returns the count. */
+  hitRateLimit(bucket: string, windowStart: Date, at: Date): Promise<number>;
+
+  // Idempotency
+  /**
+   * Atomically claims `(organisationId, key)` for this request, or returns the existing record.
+   * `record.createdAt` is the current time: a record past its `expiresAt` counts as absent.
+   */
+  claimIdempotencyKey(
+    record: Omit<IdempotencyRecord, 'state' | 'response'>,
+  ): Promise<IdempotencyClaim>;
+  /** Stores the response of a claimed key. */
+  completeIdempotencyKey(
+    organisationId: string,
+    key: string,
+    response: StoredResponse,
+  ): Promise<void>;
+  /** Releases a claim whose request was refused before any work (so a corrected retry can pass). */
+  releaseIdempotencyKey(organisationId: string, key: string): Promise<void>;
+  /** Removes expired records. */
+  purgeIdempotencyKeys(at: Date): Promise<number>;
+
+  // OAuth clients and signing keys
+  createOAuthClient(record: OAuthClientRecord): Promise<void>;
+  getOAuthClient(id: string): Promise<OAuthClientRecord | undefined>;
+  listOAuthClients(organisationId: string): Promise<OAuthClientRecord[]>;
+  updateOAuthClient(
+    organisationId: string,
+    id: string,
+    patch: { secretHashes?: readonly string[]; revokedAt?: Date },
+  ): Promise<OAuthClientRecord | undefined>;
+  listSigningKeys(): Promise<SigningKeyRecord[]>;
+  saveSigningKey(record: SigningKeyRecord): Promise<void>;
+
+  /** Closes connections. */
+  close(): Promise<void>;
+}
+
+// ─── Blob store ─────────────────────────────────────────────────────────────────────────────
+
+/** Thrown by {@link BlobStore.put} when the body passes `maxBytes` (nothing is kept). */
+export class BlobTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`the body is larger than ${maxBytes} bytes`);
+    this.name = 'BlobTooLargeError';
+  }
+}
+
+/** Thrown by {@link BlobStore.put} when `contentMd5` does not match (nothing is kept). */
+export class BlobDigestMismatchError extends Error {
+  constructor() {
+    super('the body does not match its Content-MD5');
+    this.name = 'BlobDigestMismatchError';
+  }
+}
+
+/** A signed, time-limited upload link. */
+export interface SignedUpload {
+  readonly url: string;
+  readonly method: 'PUT';
+  readonly requiredHeaders: Readonly<Record<string, string>>;
+}
+
+/**
+ * Bytes: submitted files, cleaned files, staged uploads. Embedded: a local directory with
+ * HMAC-signed links served on their own origin. Scale-out: S3 or Azure Blob.
+ */
+export interface BlobStore {
+  /**
+   * Streams `body` into `key`, durably (on disk / acknowledged) before resolving. Nothing is
+   * left behind when it throws.
+   * @throws {BlobTooLargeError} past `maxBytes`
+   * @throws {BlobDigestMismatchError} when `contentMd5` (base64) does not match
+   */
+  put(
+    key: string,
+    body: ReadableStream<Uint8Array>,
+    options: { readonly maxBytes: number; readonly contentMd5?: string },
+  ): Promise<{ readonly sizeBytes: number }>;
+  /** The bytes of `key`, or `undefined` if absent. */
+  get(key: string): Promise<ReadableStream<Uint8Array> | undefined>;
+  /** Size of `key`, or `undefined` if absent. */
+  stat(key: string): Promise<{ readonly sizeBytes: number } | undefined>;
+  /** Removes `key`; removing an absent key succeeds. */
+  delete(key: string): Promise<void>;
+  /** A link that serves `key` as an attachment named `fileName` until `expiresAt`. */
+  signedDownloadUrl(
+    key: string,
+    options: { readonly expiresAt: Date; readonly fileName: string; readonly contentType: string },
+  ): Promise<string>;
+  /** A create-only, write-only link for one PUT of at most `maxBytes` to `key` until `expiresAt`. */
+  signedUploadUrl(
+    key: string,
+    options: { readonly expiresAt: Date; readonly maxBytes: number },
+  ): Promise<SignedUpload>;
+}
+
+// ─── Processing events ──────────────────────────────────────────────────────────────────────
+
+/**
+ * Wakes the processors when a document is queued and the sync waiters when one ends.
+ * Embedded: in process. Scale-out: PostgreSQL LISTEN/NOTIFY. Waiters also poll, so a lost
+ * notification only costs latency.
+ */
+export interface DocumentEvents {
+  /** A document was queued. */
+  queued(documentId: string): void;
+  /** A document reached a terminal status. */
+  finished(documentId: string): void;
+  /** Resolves when `documentId` is reported finished, or when `signal` aborts. */
+  waitForFinish(documentId: string, signal: AbortSignal): Promise<void>;
+  /** Resolves on the next `queued`, or when `signal` aborts. */
+  waitForQueued(signal: AbortSignal): Promise<void>;
+}

@@ -1,0 +1,148 @@
+import type { Logger } from '../config.ts';
+import { problemResponse } from '../http/problem-response.ts';
+import type { ProblemCode } from '../http/problems.ts';
+import { BlobDigestMismatchError, BlobTooLargeError } from '../ports.ts';
+import type { BlobStore, Clock, StateStore } from '../ports.ts';
+import type { LinkSigner } from './signer.ts';
+
+/** What the storage origin needs. */
+export interface StorageApiOptions {
+  readonly store: StateStore;
+  readonly blobs: BlobStore;
+  readonly signer: LinkSigner;
+  readonly clock: Clock;
+  /** Base URL of the storage origin, for problem `type` links. */
+  readonly storageBaseUrl: string;
+  readonly logger?: Logger;
+}
+
+/** The content type an upload PUT must declare (listed in `requiredHeaders`). */
+export const UPLOAD_CONTENT_TYPE = 'application/octet-stream';
+
+/** RFC 1864 Content-MD5: base64 of the 16-byte digest. */
+const CONTENT_MD5 = /^[A-Za-z0-9+/]{22}==$/;
+
+/**
+ * The embedded blob store's own origin: signed GET links serve cleaned files, signed PUT links
+ * receive staged uploads. It is a separate fetch handler on a separate port, so a client that
+ * follows the API's download redirect drops its bearer token (cross-origin) — and a request that
+ * still carries an `Authorization` header is refused, never served.
+ */
+export function createStorageApi(options: StorageApiOptions): {
+  fetch(request: Request): Promise<Response>;
+} {
+  const { store, blobs, signer, clock, storageBaseUrl } = options;
+  const problem = (code: ProblemCode, detail?: string, headers?: HeadersInit): Response =>
+    problemResponse(storageBaseUrl, code, {
+      ...(detail !== undefined ? { detail } : {}),
+      ...(headers !== undefined ? { headers } : {}),
+    });
+
+  async function download(request: Request, url: URL): Promise<Response> {
+    const claims = await signer.verify(url, 'get', clock.now());
+    if (claims === 'invalid_signature') return problem('InvalidSignature');
+    if (claims === 'expired') return problem('LinkExpired');
+    if (claims.operation !== 'get') return problem('InvalidSignature');
+    const size = await blobs.stat(claims.key);
+    const body = size ? await blobs.get(claims.key) : undefined;
+    if (!size || !body) {
+      return problem('NotFound', 'The file is no longer stored (deleted or expired).');
+    }
+    const headers = new Headers({
+      'Content-Type': claims.contentType || 'application/octet-stream',
+      'Content-Length': String(size.sizeBytes),
+      'Content-Disposition': contentDisposition(claims.fileName),
+      'Cache-Control': 'private, no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+      'Content-Security-Policy': "default-src 'none'; sandbox",
+    });
+    if (request.method === 'HEAD') {
+      await body.cancel();
+      return new Response(null, { status: 200, headers });
+    }
+    return new Response(body, { status: 200, headers });
+  }
+
+  async function upload(request: Request, url: URL): Promise<Response> {
+    const claims = await signer.verify(url, 'put', clock.now());
+    if (claims === 'invalid_signature') return problem('InvalidSignature');
+    if (claims === 'expired')
+      return problem('LinkExpired', 'The upload link was valid for 60 minutes.');
+    if (claims.operation !== 'put') return problem('InvalidSignature');
+    const uploadId = claims.key.split('/').pop() ?? '';
+    const record = await store.getUploadById(uploadId);
+    if (record?.blobKey !== claims.key) return problem('NotFound');
+    if (record.uploadedAt !== null) return problem('UploadAlreadyUploaded');
+    const contentType = (request.headers.get('Content-Type') ?? '')
+      .split(';')[0]
+      ?.trim()
+      .toLowerCase();
+    if (contentType !== UPLOAD_CONTENT_TYPE) {
+      return problem(
+        'ValidationFailed',
+        `Send the bytes with Content-Type: ${UPLOAD_CONTENT_TYPE}.`,
+      );
+    }
+    if (request.headers.has('Content-Encoding')) {
+      return problem('UnsupportedContentEncoding');
+    }
+    const declared = request.headers.get('Content-Length');
+    if (declared !== null && Number(declared) > claims.maxBytes) {
+      return problem('FileTooLargeForPlan', `The upload ceiling is ${claims.maxBytes} bytes.`);
+    }
+    const md5 = request.headers.get('Content-MD5') ?? undefined;
+    if (md5 !== undefined && !CONTENT_MD5.test(md5)) {
+      return problem('ValidationFailed', 'Content-MD5 must be the base64 of a 16-byte MD5 digest.');
+    }
+    if (!request.body) return problem('NoFileProvided');
+    try {
+      const { sizeBytes } = await blobs.put(claims.key, request.body, {
+        maxBytes: claims.maxBytes,
+        ...(md5 !== undefined ? { contentMd5: md5 } : {}),
+      });
+      if (sizeBytes === 0) {
+        await blobs.delete(claims.key);
+        return problem('NoFileProvided', 'The upload body is empty.');
+      }
+      if (!(await store.markUploaded(uploadId, sizeBytes, clock.now()))) {
+        return problem('UploadAlreadyUploaded');
+      }
+      return new Response(null, { status: 201, headers: { 'Cache-Control': 'no-store' } });
+    } catch (error) {
+      if (error instanceof BlobTooLargeError) {
+        return problem('FileTooLargeForPlan', `The upload ceiling is ${error.maxBytes} bytes.`);
+      }
+      if (error instanceof BlobDigestMismatchError) return problem('DigestMismatch');
+      throw error;
+    }
+  }
+
+  return {
+    async fetch(request) {
+      try {
+        const url = new URL(request.url);
+        // Pre-authorised links only: a bearer token must never be accepted (or logged) here.
+        if (request.headers.has('Authorization')) return problem('AuthorizationHeaderNotAllowed');
+        switch (request.method) {
+          case 'GET':
+          case 'HEAD':
+            return await download(request, url);
+          case 'PUT':
+            return await upload(request, url);
+          default:
+            return problem('MethodNotAllowed', undefined, { Allow: 'GET, HEAD, PUT' });
+        }
+      } catch (error) {
+        options.logger?.error({ err: error }, 'storage request failed');
+        return problem('InternalError', 'The storage request failed.');
+      }
+    },
+  };
+}
+
+/** RFC 6266 attachment with an ASCII fallback and the UTF-8 name (RFC 8187). */
+export function contentDisposition(fileName: string): string {
+  const ascii = fileName.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+}

@@ -1,0 +1,280 @@
+import type { Database } from 'better-sqlite3';
+
+import { billingPeriodContaining, rollPeriod, termsFor } from './billing.ts';
+import {
+  toApiKey,
+  toMillis,
+  toMillisOrNull,
+  toOAuthClient,
+  toOrganisation,
+  toSigningKey,
+} from './rows.ts';
+import type { ApiKeyRow, OAuthClientRow, OrganisationRow, SigningKeyRow } from './rows.ts';
+import type { SyncStateStore } from './sync.ts';
+
+/** Organisations, API keys, OAuth clients and signing keys. */
+export type AccountOps = Pick<
+  SyncStateStore,
+  | 'createOrganisation'
+  | 'getOrganisation'
+  | 'listOrganisations'
+  | 'updateOrganisation'
+  | 'createApiKey'
+  | 'findApiKeyByHash'
+  | 'listApiKeys'
+  | 'revokeApiKey'
+  | 'createOAuthClient'
+  | 'getOAuthClient'
+  | 'listOAuthClients'
+  | 'updateOAuthClient'
+  | 'listSigningKeys'
+  | 'saveSigningKey'
+>;
+
+/** Reads and writes organisation rows, rolling the billing period forward on every write. */
+export interface OrganisationRows {
+  /** The row as seen at `atMs` (period rolled, nothing written). */
+  read(id: string, atMs: number): OrganisationRow | undefined;
+  /**
+   * The row as seen at `atMs`, with a rolled period written back. Call inside a write
+   * transaction only.
+   */
+  readForUpdate(id: string, atMs: number): OrganisationRow | undefined;
+  /** Adds `creditPence` and `usedSubmissions` (either may be negative; usage floors at 0). */
+  adjust(id: string, creditPence: number, usedSubmissions: number): void;
+}
+
+/** The organisation row helpers shared by the document operations. */
+export function createOrganisationRows(db: Database): OrganisationRows {
+  const select = db.prepare<[string], OrganisationRow>('SELECT * FROM organisations WHERE id = ?');
+  const writePeriod = db.prepare<[number, number, number, string]>(
+    `UPDATE organisations SET period_start = ?, period_end = ?, period_used_submissions = ?
+     WHERE id = ?`,
+  );
+  const adjust = db.prepare<[number, number, string]>(
+    `UPDATE organisations
+     SET credit_balance_pence = credit_balance_pence + ?,
+         period_used_submissions = MAX(0, period_used_submissions + ?)
+     WHERE id = ?`,
+  );
+  return {
+    read(id, atMs) {
+      const row = select.get(id);
+      return row === undefined ? undefined : rollPeriod(row, atMs);
+    },
+    readForUpdate(id, atMs) {
+      const row = select.get(id);
+      if (row === undefined) return undefined;
+      const rolled = rollPeriod(row, atMs);
+      if (rolled !== row) {
+        writePeriod.run(rolled.period_start, rolled.period_end, rolled.period_used_submissions, id);
+      }
+      return rolled;
+    },
+    adjust(id, creditPence, usedSubmissions) {
+      adjust.run(creditPence, usedSubmissions, id);
+    },
+  };
+}
+
+/** Creates the account operations over `db`. */
+export function createAccountOps(db: Database, organisations: OrganisationRows): AccountOps {
+  const insertOrganisation = db.prepare<[OrganisationRow]>(
+    `INSERT INTO organisations (
+       id, name, status, plan, plan_type, monthly_allowance, rate_limit_per_minute,
+       max_file_size_bytes, max_upload_size_bytes, price_per_document_pence, credit_balance_pence,
+       period_start, period_end, period_used_submissions, policy, created_at
+     ) VALUES (
+       @id, @name, @status, @plan, @plan_type, @monthly_allowance, @rate_limit_per_minute,
+       @max_file_size_bytes, @max_upload_size_bytes, @price_per_document_pence,
+       @credit_balance_pence, @period_start, @period_end, @period_used_submissions, @policy,
+       @created_at
+     )`,
+  );
+  const selectOrganisationIds = db.prepare<[], { id: string }>(
+    'SELECT id FROM organisations ORDER BY created_at, id',
+  );
+  const updateOrganisationRow = db.prepare<[OrganisationRow]>(
+    `UPDATE organisations SET
+       name = @name, status = @status, plan = @plan, plan_type = @plan_type,
+       monthly_allowance = @monthly_allowance, rate_limit_per_minute = @rate_limit_per_minute,
+       max_file_size_bytes = @max_file_size_bytes, max_upload_size_bytes = @max_upload_size_bytes,
+       price_per_document_pence = @price_per_document_pence,
+       credit_balance_pence = @credit_balance_pence, period_start = @period_start,
+       period_end = @period_end, period_used_submissions = @period_used_submissions,
+       policy = @policy
+     WHERE id = @id`,
+  );
+
+  const insertApiKey = db.prepare<[ApiKeyRow]>(
+    `INSERT INTO api_keys (id, organisation_id, name, display_prefix, hash, created_at, revoked_at)
+     VALUES (@id, @organisation_id, @name, @display_prefix, @hash, @created_at, @revoked_at)`,
+  );
+  const selectApiKeyByHash = db.prepare<[string], ApiKeyRow>(
+    'SELECT * FROM api_keys WHERE hash = ?',
+  );
+  const selectApiKeys = db.prepare<[string], ApiKeyRow>(
+    'SELECT * FROM api_keys WHERE organisation_id = ? ORDER BY created_at DESC, id DESC',
+  );
+  // Revoking twice keeps the first time: the key stopped working then.
+  const revokeApiKey = db.prepare<[number, string, string], ApiKeyRow>(
+    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)
+     WHERE organisation_id = ? AND id = ? RETURNING *`,
+  );
+
+  const insertOAuthClient = db.prepare<[OAuthClientRow]>(
+    `INSERT INTO oauth_clients (id, organisation_id, name, scopes, secret_hashes, created_at,
+                                revoked_at)
+     VALUES (@id, @organisation_id, @name, @scopes, @secret_hashes, @created_at, @revoked_at)`,
+  );
+  const selectOAuthClient = db.prepare<[string], OAuthClientRow>(
+    'SELECT * FROM oauth_clients WHERE id = ?',
+  );
+  const selectOAuthClients = db.prepare<[string], OAuthClientRow>(
+    'SELECT * FROM oauth_clients WHERE organisation_id = ? ORDER BY created_at DESC, id DESC',
+  );
+  const updateOAuthClientRow = db.prepare<
+    [string | null, number | null, string, string],
+    OAuthClientRow
+  >(
+    `UPDATE oauth_clients
+     SET secret_hashes = COALESCE(?, secret_hashes), revoked_at = COALESCE(?, revoked_at)
+     WHERE organisation_id = ? AND id = ? RETURNING *`,
+  );
+
+  const upsertSigningKey = db.prepare<[SigningKeyRow]>(
+    `INSERT INTO signing_keys (kid, algorithm, public_jwk, private_jwk, created_at, active_until,
+                               retired_at)
+     VALUES (@kid, @algorithm, @public_jwk, @private_jwk, @created_at, @active_until, @retired_at)
+     ON CONFLICT (kid) DO UPDATE SET
+       algorithm = excluded.algorithm, public_jwk = excluded.public_jwk,
+       private_jwk = excluded.private_jwk, created_at = excluded.created_at,
+       active_until = excluded.active_until, retired_at = excluded.retired_at`,
+  );
+  const selectSigningKeys = db.prepare<[], SigningKeyRow>(
+    'SELECT * FROM signing_keys ORDER BY created_at DESC, kid DESC',
+  );
+
+  const updateOrganisation = db.transaction<AccountOps['updateOrganisation']>((id, patch, at) => {
+    const atMs = toMillis(at);
+    const row = organisations.readForUpdate(id, atMs);
+    if (row === undefined) return undefined;
+    const plan = patch.plan ?? row.plan;
+    // A new plan starts from its own terms; otherwise overrides apply to the current ones.
+    const terms = termsFor(plan, patch.terms, patch.plan === undefined ? row : undefined);
+    const next: OrganisationRow = {
+      ...row,
+      ...terms,
+      name: patch.name ?? row.name,
+      status: patch.status ?? row.status,
+      plan,
+      credit_balance_pence: row.credit_balance_pence + (patch.creditDeltaPence ?? 0),
+      policy: patch.policy === undefined ? row.policy : JSON.stringify(patch.policy),
+    };
+    updateOrganisationRow.run(next);
+    return toOrganisation(next);
+  });
+
+  return {
+    createOrganisation(input, at) {
+      const atMs = toMillis(at);
+      const period = billingPeriodContaining(atMs);
+      const row: OrganisationRow = {
+        id: input.id,
+        name: input.name,
+        status: 'active',
+        plan: input.plan,
+        ...termsFor(input.plan, input.terms),
+        credit_balance_pence: input.creditBalancePence ?? 0,
+        period_start: period.start,
+        period_end: period.end,
+        period_used_submissions: 0,
+        policy: JSON.stringify(input.policy ?? {}),
+        created_at: atMs,
+      };
+      insertOrganisation.run(row);
+      return toOrganisation(row);
+    },
+    getOrganisation(id, at) {
+      const row = organisations.read(id, toMillis(at));
+      return row === undefined ? undefined : toOrganisation(row);
+    },
+    listOrganisations(at) {
+      const atMs = toMillis(at);
+      // One read transaction, so the list is one consistent snapshot.
+      return db.transaction(() =>
+        selectOrganisationIds.all().flatMap(({ id }) => {
+          const row = organisations.read(id, atMs);
+          return row === undefined ? [] : [toOrganisation(row)];
+        }),
+      )();
+    },
+    updateOrganisation: (id, patch, at) => updateOrganisation.immediate(id, patch, at),
+
+    createApiKey(record) {
+      insertApiKey.run({
+        id: record.id,
+        organisation_id: record.organisationId,
+        name: record.name,
+        display_prefix: record.displayPrefix,
+        hash: record.hash,
+        created_at: toMillis(record.createdAt),
+        revoked_at: toMillisOrNull(record.revokedAt),
+      });
+    },
+    findApiKeyByHash(hash) {
+      const row = selectApiKeyByHash.get(hash);
+      return row === undefined ? undefined : toApiKey(row);
+    },
+    listApiKeys(organisationId) {
+      return selectApiKeys.all(organisationId).map(toApiKey);
+    },
+    revokeApiKey(organisationId, keyId, at) {
+      const row = revokeApiKey.get(toMillis(at), organisationId, keyId);
+      return row === undefined ? undefined : toApiKey(row);
+    },
+
+    createOAuthClient(record) {
+      insertOAuthClient.run({
+        id: record.id,
+        organisation_id: record.organisationId,
+        name: record.name,
+        scopes: JSON.stringify(record.scopes),
+        secret_hashes: JSON.stringify(record.secretHashes),
+        created_at: toMillis(record.createdAt),
+        revoked_at: toMillisOrNull(record.revokedAt),
+      });
+    },
+    getOAuthClient(id) {
+      const row = selectOAuthClient.get(id);
+      return row === undefined ? undefined : toOAuthClient(row);
+    },
+    listOAuthClients(organisationId) {
+      return selectOAuthClients.all(organisationId).map(toOAuthClient);
+    },
+    updateOAuthClient(organisationId, id, patch) {
+      const row = updateOAuthClientRow.get(
+        patch.secretHashes === undefined ? null : JSON.stringify(patch.secretHashes),
+        patch.revokedAt === undefined ? null : toMillis(patch.revokedAt),
+        organisationId,
+        id,
+      );
+      return row === undefined ? undefined : toOAuthClient(row);
+    },
+
+    listSigningKeys() {
+      return selectSigningKeys.all().map(toSigningKey);
+    },
+    saveSigningKey(record) {
+      upsertSigningKey.run({
+        kid: record.kid,
+        algorithm: record.algorithm,
+        public_jwk: record.publicJwk,
+        private_jwk: record.privateJwk,
+        created_at: toMillis(record.createdAt),
+        active_until: toMillisOrNull(record.activeUntil),
+        retired_at: toMillisOrNull(record.retiredAt),
+      });
+    },
+  };
+}

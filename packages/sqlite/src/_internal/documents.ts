@@ -1,0 +1,477 @@
+import { assertTransition, isInFlight } from '@disarm/protocol';
+import type { AcceptResult, DocumentRecord, DocumentResult, SweepItem } from '@disarm/protocol';
+import type { Database } from 'better-sqlite3';
+
+import type { OrganisationRows } from './accounts.ts';
+import { accountRefusal, meterRefusal } from './billing.ts';
+import { toDocument, toFlag, toMillis, toMillisOrNull, toOrganisation, toUpload } from './rows.ts';
+import type { DocumentRow, UploadRow } from './rows.ts';
+import type { SyncStateStore } from './sync.ts';
+
+/** Documents, the queue, uploads and retention sweeps. */
+export type DocumentOps = Pick<
+  SyncStateStore,
+  | 'acceptDocument'
+  | 'checkCanSubmit'
+  | 'getDocument'
+  | 'recordDownload'
+  | 'deleteDocumentFile'
+  | 'leaseDocument'
+  | 'renewLease'
+  | 'finishDocument'
+  | 'recoverLapsedLeases'
+  | 'clearIntake'
+  | 'createUpload'
+  | 'getUpload'
+  | 'getUploadById'
+  | 'markUploaded'
+  | 'listSweepable'
+  | 'markSwept'
+>;
+
+/** Spec "Limits": download link and cleaned-file retention, 24 hours from completion. */
+const DOWNLOAD_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/** Columns of a new document row (the rest take their initial values in the INSERT). */
+interface NewDocumentRow {
+  readonly id: string;
+  readonly organisation_id: string;
+  readonly lane: DocumentRow['lane'];
+  readonly file_name: string;
+  readonly size_bytes: number;
+  readonly delete_after_download: 0 | 1;
+  readonly status_style_202: 0 | 1;
+  readonly intake_key: string;
+  readonly submitted_at: number;
+  readonly charged_pence: number;
+  readonly counted_in_allowance: 0 | 1;
+}
+
+/** Columns an ending writes; the ones a result does not set stay null. */
+interface EndingRow {
+  readonly id: string;
+  readonly status: 'completed' | 'rejected' | 'failed';
+  readonly completed_at: number;
+  readonly output_blob_key: string | null;
+  readonly output_file_name: string | null;
+  readonly output_format: string | null;
+  readonly output_media_type: string | null;
+  readonly output_converted: 0 | 1 | null;
+  readonly output_size_bytes: number | null;
+  readonly output_findings: string | null;
+  readonly reason: DocumentRow['reason'];
+  readonly threat_names: string;
+  readonly detail: string | null;
+  readonly download_expires_at: number | null;
+}
+
+/** A row of the sweep queries. */
+interface SweepRow {
+  readonly id: string;
+  readonly blob_key: string;
+}
+
+/** Creates the document operations over `db`. */
+export function createDocumentOps(db: Database, organisations: OrganisationRows): DocumentOps {
+  const selectDocument = db.prepare<[string], DocumentRow>('SELECT * FROM documents WHERE id = ?');
+  const selectOwnDocument = db.prepare<[string, string], DocumentRow>(
+    'SELECT * FROM documents WHERE organisation_id = ? AND id = ?',
+  );
+  const insertDocument = db.prepare<[NewDocumentRow]>(
+    `INSERT INTO documents (
+       id, organisation_id, status, lane, file_name, size_bytes, delete_after_download,
+       status_style_202, intake_key, submitted_at, threat_names, charged_pence,
+       counted_in_allowance, attempts
+     ) VALUES (
+       @id, @organisation_id, 'pending', @lane, @file_name, @size_bytes, @delete_after_download,
+       @status_style_202, @intake_key, @submitted_at, '[]', @charged_pence,
+       @counted_in_allowance, 0
+     )`,
+  );
+  const selectOldestPending = db.prepare<[], DocumentRow>(
+    `SELECT * FROM documents WHERE status = 'pending' ORDER BY submitted_at, id LIMIT 1`,
+  );
+  const startLease = db.prepare<[number, string, number, string], DocumentRow>(
+    `UPDATE documents
+     SET status = 'processing', started_at = COALESCE(started_at, ?), attempts = attempts + 1,
+         lease_owner = ?, lease_expires_at = ?
+     WHERE id = ? AND status = 'pending' RETURNING *`,
+  );
+  // A lease holds while `at` is before its expiry; at the expiry instant it has lapsed.
+  const renewLease = db.prepare<[number, string, string, number]>(
+    `UPDATE documents SET lease_expires_at = ?
+     WHERE id = ? AND status = 'processing' AND lease_owner = ? AND lease_expires_at > ?`,
+  );
+  const endDocument = db.prepare<[EndingRow], DocumentRow>(
+    `UPDATE documents SET
+       status = @status, completed_at = @completed_at, output_blob_key = @output_blob_key,
+       output_file_name = @output_file_name, output_format = @output_format,
+       output_media_type = @output_media_type, output_converted = @output_converted,
+       output_size_bytes = @output_size_bytes, output_findings = @output_findings,
+       reason = @reason, threat_names = @threat_names, detail = @detail,
+       download_expires_at = @download_expires_at, lease_owner = NULL, lease_expires_at = NULL
+     WHERE id = @id RETURNING *`,
+  );
+  const clearCharge = db.prepare<[string]>(
+    'UPDATE documents SET charged_pence = 0, counted_in_allowance = 0 WHERE id = ?',
+  );
+  const selectLapsed = db.prepare<[number], DocumentRow>(
+    `SELECT * FROM documents WHERE status = 'processing' AND lease_expires_at <= ?
+     ORDER BY submitted_at, id`,
+  );
+  const requeue = db.prepare<[string]>(
+    `UPDATE documents SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+     WHERE id = ?`,
+  );
+  const recordDownload = db.prepare<[number, string, string], DocumentRow>(
+    `UPDATE documents SET first_download_at = COALESCE(first_download_at, ?)
+     WHERE organisation_id = ? AND id = ? RETURNING *`,
+  );
+  const markDeleted = db.prepare<[number, number, string], DocumentRow>(
+    'UPDATE documents SET deleted_at = ?, output_removed_at = ? WHERE id = ? RETURNING *',
+  );
+  const clearIntake = db.prepare<[string]>('UPDATE documents SET intake_key = NULL WHERE id = ?');
+
+  const insertUpload = db.prepare<[UploadRow]>(
+    `INSERT INTO uploads (
+       id, organisation_id, file_name, blob_key, created_at, put_expires_at, expires_at,
+       max_size_bytes, uploaded_at, size_bytes, submitted_at, document_id, blob_removed_at
+     ) VALUES (
+       @id, @organisation_id, @file_name, @blob_key, @created_at, @put_expires_at, @expires_at,
+       @max_size_bytes, @uploaded_at, @size_bytes, @submitted_at, @document_id, @blob_removed_at
+     )`,
+  );
+  const selectUpload = db.prepare<[string], UploadRow>('SELECT * FROM uploads WHERE id = ?');
+  const selectOwnUpload = db.prepare<[string, string], UploadRow>(
+    'SELECT * FROM uploads WHERE organisation_id = ? AND id = ?',
+  );
+  const markUploaded = db.prepare<[number, number, string]>(
+    `UPDATE uploads SET uploaded_at = ?, size_bytes = ? WHERE id = ? AND uploaded_at IS NULL`,
+  );
+  const consumeUpload = db.prepare<[number, string, string]>(
+    'UPDATE uploads SET submitted_at = ?, document_id = ? WHERE id = ? AND submitted_at IS NULL',
+  );
+
+  const sweepIntake = db.prepare<[number], SweepRow>(
+    `SELECT id, intake_key AS blob_key FROM documents
+     WHERE intake_key IS NOT NULL AND status IN ('completed', 'rejected', 'failed')
+     ORDER BY completed_at, id LIMIT ?`,
+  );
+  const sweepDownloaded = db.prepare<[number, number, number], SweepRow>(
+    `SELECT id, output_blob_key AS blob_key FROM documents
+     WHERE status = 'completed' AND output_removed_at IS NULL AND delete_after_download = 1
+       AND first_download_at IS NOT NULL AND first_download_at <= ? - ?
+     ORDER BY first_download_at, id LIMIT ?`,
+  );
+  // A document due under both rules is swept as downloaded (above), which also sets deletedAt.
+  const sweepExpired = db.prepare<[number, number, number, number], SweepRow>(
+    `SELECT id, output_blob_key AS blob_key FROM documents
+     WHERE status = 'completed' AND output_removed_at IS NULL AND download_expires_at <= ?
+       AND NOT (delete_after_download = 1 AND first_download_at IS NOT NULL
+                AND first_download_at <= ? - ?)
+     ORDER BY download_expires_at, id LIMIT ?`,
+  );
+  // Never submitted (a submitted upload's bytes became the document's intake), window over;
+  // listed whether or not the PUT was recorded, since bytes may have landed without it.
+  const sweepUploads = db.prepare<[number, number], SweepRow>(
+    `SELECT id, blob_key FROM uploads
+     WHERE submitted_at IS NULL AND blob_removed_at IS NULL AND expires_at <= ?
+     ORDER BY expires_at, id LIMIT ?`,
+  );
+  const sweptIntake = db.prepare<[string, string]>(
+    'UPDATE documents SET intake_key = NULL WHERE id = ? AND intake_key = ?',
+  );
+  const sweptExpiredOutput = db.prepare<[number, string]>(
+    'UPDATE documents SET output_removed_at = ? WHERE id = ? AND output_removed_at IS NULL',
+  );
+  const sweptDownloadedOutput = db.prepare<[number, number, string]>(
+    `UPDATE documents SET output_removed_at = ?, deleted_at = COALESCE(deleted_at, ?)
+     WHERE id = ? AND output_removed_at IS NULL`,
+  );
+  const sweptUpload = db.prepare<[number, string]>(
+    'UPDATE uploads SET blob_removed_at = ? WHERE id = ? AND blob_removed_at IS NULL',
+  );
+
+  /** Credits back what `row` was charged, in the caller's transaction (spec: failed is credited). */
+  function refund(row: DocumentRow, atMs: number): void {
+    const organisation = organisations.readForUpdate(row.organisation_id, atMs);
+    if (organisation === undefined) return;
+    // Every accepted document counted one submission in the period it was submitted in; only
+    // the current period's count can be given back (a past period is closed).
+    const usage = row.submitted_at >= organisation.period_start ? -1 : 0;
+    organisations.adjust(row.organisation_id, row.charged_pence, usage);
+    clearCharge.run(row.id);
+  }
+
+  /** Ends `row` as `result`, refunding a failure; in the caller's transaction. */
+  function end(row: DocumentRow, result: DocumentResult, atMs: number): DocumentRow {
+    assertTransition(row.status, result.status);
+    const base = {
+      id: row.id,
+      completed_at: atMs,
+      output_blob_key: null,
+      output_file_name: null,
+      output_format: null,
+      output_media_type: null,
+      output_converted: null,
+      output_size_bytes: null,
+      output_findings: null,
+      threat_names: '[]',
+      detail: null,
+      download_expires_at: null,
+    } as const;
+    let ending: EndingRow;
+    switch (result.status) {
+      case 'completed':
+        ending = {
+          ...base,
+          status: 'completed',
+          output_blob_key: result.blobKey,
+          output_file_name: result.fileName,
+          output_format: result.format,
+          output_media_type: result.mediaType,
+          output_converted: toFlag(result.converted),
+          output_size_bytes: result.sizeBytes,
+          output_findings: JSON.stringify(result.findings),
+          reason: null,
+          download_expires_at: atMs + DOWNLOAD_RETENTION_MS,
+        };
+        break;
+      case 'rejected':
+        ending = {
+          ...base,
+          status: 'rejected',
+          reason: result.reason,
+          threat_names: JSON.stringify(result.threatNames),
+          detail: result.detail,
+        };
+        break;
+      case 'failed':
+        ending = { ...base, status: 'failed', reason: result.reason, detail: result.detail };
+        break;
+    }
+    const ended = endDocument.get(ending);
+    if (ended === undefined) throw new Error(`document ${row.id} vanished while ending`);
+    if (result.status === 'failed') {
+      refund(ended, atMs);
+      return selectDocument.get(row.id) ?? ended;
+    }
+    return ended;
+  }
+
+  const acceptDocument = db.transaction<DocumentOps['acceptDocument']>(
+    (input, at): AcceptResult => {
+      const atMs = toMillis(at);
+      const row = organisations.readForUpdate(input.organisationId, atMs);
+      const organisation = row === undefined ? undefined : toOrganisation(row);
+      const refused = accountRefusal(organisation);
+      if (refused !== undefined || organisation === undefined) {
+        return refused ?? { kind: 'not_provisioned' };
+      }
+      let upload: UploadRow | undefined;
+      if (input.uploadId !== undefined) {
+        upload = selectOwnUpload.get(input.organisationId, input.uploadId);
+        // Spec: unknown, expired or foreign uploads are all UploadNotFound.
+        if (upload === undefined || atMs >= upload.expires_at) return { kind: 'upload_not_found' };
+        if (upload.uploaded_at === null) return { kind: 'upload_not_uploaded' };
+        if (upload.submitted_at !== null) return { kind: 'upload_already_submitted' };
+        if ((upload.size_bytes ?? 0) > organisation.maxUploadSizeBytes) {
+          return { kind: 'upload_too_large', maxSizeBytes: organisation.maxUploadSizeBytes };
+        }
+      }
+      const meter = meterRefusal(organisation);
+      if (meter !== undefined) return meter;
+
+      const chargedPence =
+        organisation.planType === 'payg' ? (organisation.pricePerDocumentPence ?? 0) : 0;
+      insertDocument.run({
+        id: input.id,
+        organisation_id: input.organisationId,
+        lane: input.lane,
+        // By reference, the staged upload is the truth about the bytes and their name.
+        file_name: upload?.file_name ?? input.fileName,
+        size_bytes: upload?.size_bytes ?? input.sizeBytes,
+        delete_after_download: toFlag(input.deleteAfterDownload),
+        status_style_202: toFlag(input.statusStyle202),
+        intake_key: upload?.blob_key ?? input.intakeKey,
+        submitted_at: atMs,
+        charged_pence: chargedPence,
+        counted_in_allowance: toFlag(organisation.planType === 'tier'),
+      });
+      organisations.adjust(input.organisationId, -chargedPence, 1);
+      if (upload !== undefined) consumeUpload.run(atMs, input.id, upload.id);
+
+      const document = selectDocument.get(input.id);
+      const charged = organisations.read(input.organisationId, atMs);
+      if (document === undefined || charged === undefined) {
+        throw new Error(`document ${input.id} was not stored`);
+      }
+      return {
+        kind: 'accepted',
+        document: toDocument(document),
+        organisation: toOrganisation(charged),
+      };
+    },
+  );
+
+  const deleteDocumentFile = db.transaction<DocumentOps['deleteDocumentFile']>(
+    (organisationId, id, at) => {
+      const row = selectOwnDocument.get(organisationId, id);
+      if (row === undefined) return { kind: 'not_found' };
+      if (isInFlight(row.status)) return { kind: 'in_flight', document: toDocument(row) };
+      if (row.status !== 'completed' || row.output_removed_at !== null || row.deleted_at !== null) {
+        return { kind: 'nothing_to_delete', document: toDocument(row) };
+      }
+      const atMs = toMillis(at);
+      const deleted = markDeleted.get(atMs, atMs, id) ?? row;
+      return { kind: 'deleted', document: toDocument(deleted), blobKey: row.output_blob_key };
+    },
+  );
+
+  const leaseDocument = db.transaction<DocumentOps['leaseDocument']>((owner, at, leaseMs) => {
+    const next = selectOldestPending.get();
+    if (next === undefined) return undefined;
+    assertTransition(next.status, 'processing');
+    const atMs = toMillis(at);
+    const leased = startLease.get(atMs, owner, atMs + leaseMs, next.id);
+    return leased === undefined ? undefined : toDocument(leased);
+  });
+
+  const finishDocument = db.transaction<DocumentOps['finishDocument']>((id, owner, result, at) => {
+    const atMs = toMillis(at);
+    const row = selectDocument.get(id);
+    const held =
+      row?.status === 'processing' &&
+      row.lease_owner === owner &&
+      row.lease_expires_at !== null &&
+      atMs < row.lease_expires_at;
+    if (!held) return undefined;
+    return toDocument(end(row, result, atMs));
+  });
+
+  const recoverLapsedLeases = db.transaction<DocumentOps['recoverLapsedLeases']>(
+    (at, maxAttempts) => {
+      const atMs = toMillis(at);
+      const failed: DocumentRecord[] = [];
+      for (const row of selectLapsed.all(atMs)) {
+        if (row.attempts < maxAttempts) {
+          assertTransition(row.status, 'pending');
+          requeue.run(row.id);
+          continue;
+        }
+        const ended = end(
+          row,
+          {
+            status: 'failed',
+            reason: 'internal_error',
+            detail: `processing was interrupted ${row.attempts} times (lease lapsed)`,
+          },
+          atMs,
+        );
+        failed.push(toDocument(ended));
+      }
+      return failed;
+    },
+  );
+
+  const markUploadedOnce = db.transaction<DocumentOps['markUploaded']>(
+    (id, sizeBytes, at) => markUploaded.run(toMillis(at), sizeBytes, id).changes === 1,
+  );
+
+  const recordDownloadOnce = db.transaction<DocumentOps['recordDownload']>(
+    (organisationId, id, at) => {
+      const row = recordDownload.get(toMillis(at), organisationId, id);
+      return row === undefined ? undefined : toDocument(row);
+    },
+  );
+
+  const listSweepable = db.transaction<DocumentOps['listSweepable']>((at, graceMs, limit) => {
+    const atMs = toMillis(at);
+    const items: SweepItem[] = [];
+    const room = (): number => Math.max(0, Math.floor(limit) - items.length);
+    const add = (kind: SweepItem['kind'], rows: SweepRow[]): void => {
+      for (const row of rows) items.push({ kind, id: row.id, blobKey: row.blob_key });
+    };
+    if (room() > 0) add('intake', sweepIntake.all(room()));
+    if (room() > 0) add('downloaded-output', sweepDownloaded.all(atMs, graceMs, room()));
+    if (room() > 0) add('expired-output', sweepExpired.all(atMs, atMs, graceMs, room()));
+    if (room() > 0) add('expired-upload', sweepUploads.all(atMs, room()));
+    return items;
+  });
+
+  return {
+    acceptDocument: (input, at) => acceptDocument.immediate(input, at),
+    checkCanSubmit(organisationId, at) {
+      const row = organisations.read(organisationId, toMillis(at));
+      const organisation = row === undefined ? undefined : toOrganisation(row);
+      const refused = accountRefusal(organisation);
+      if (refused !== undefined || organisation === undefined) return refused;
+      return meterRefusal(organisation);
+    },
+    getDocument(organisationId, id) {
+      const row = selectOwnDocument.get(organisationId, id);
+      return row === undefined ? undefined : toDocument(row);
+    },
+    recordDownload: (organisationId, id, at) =>
+      recordDownloadOnce.immediate(organisationId, id, at),
+    deleteDocumentFile: (organisationId, id, at) =>
+      deleteDocumentFile.immediate(organisationId, id, at),
+    leaseDocument: (owner, at, leaseMs) => leaseDocument.immediate(owner, at, leaseMs),
+    renewLease(id, owner, at, leaseMs) {
+      const atMs = toMillis(at);
+      return renewLease.run(atMs + leaseMs, id, owner, atMs).changes === 1;
+    },
+    finishDocument: (id, owner, result, at) => finishDocument.immediate(id, owner, result, at),
+    recoverLapsedLeases: (at, maxAttempts) => recoverLapsedLeases.immediate(at, maxAttempts),
+    clearIntake(id) {
+      clearIntake.run(id);
+    },
+
+    createUpload(record) {
+      insertUpload.run({
+        id: record.id,
+        organisation_id: record.organisationId,
+        file_name: record.fileName,
+        blob_key: record.blobKey,
+        created_at: toMillis(record.createdAt),
+        put_expires_at: toMillis(record.putExpiresAt),
+        expires_at: toMillis(record.expiresAt),
+        max_size_bytes: record.maxSizeBytes,
+        uploaded_at: toMillisOrNull(record.uploadedAt),
+        size_bytes: record.sizeBytes,
+        submitted_at: toMillisOrNull(record.submittedAt),
+        document_id: record.documentId,
+        blob_removed_at: null,
+      });
+    },
+    getUpload(organisationId, id) {
+      const row = selectOwnUpload.get(organisationId, id);
+      return row === undefined ? undefined : toUpload(row);
+    },
+    getUploadById(id) {
+      const row = selectUpload.get(id);
+      return row === undefined ? undefined : toUpload(row);
+    },
+    markUploaded: (id, sizeBytes, at) => markUploadedOnce.immediate(id, sizeBytes, at),
+
+    listSweepable: (at, graceMs, limit) => listSweepable(at, graceMs, limit),
+    markSwept(item, at) {
+      const atMs = toMillis(at);
+      switch (item.kind) {
+        case 'intake':
+          sweptIntake.run(item.id, item.blobKey);
+          return;
+        case 'expired-output':
+          sweptExpiredOutput.run(atMs, item.id);
+          return;
+        case 'downloaded-output':
+          // Spec: deletedAt records removal "by DELETE or the delete-after-download sweep".
+          sweptDownloadedOutput.run(atMs, atMs, item.id);
+          return;
+        case 'expired-upload':
+          sweptUpload.run(atMs, item.id);
+          return;
+      }
+    },
+  };
+}

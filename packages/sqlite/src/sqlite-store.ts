@@ -1,0 +1,165 @@
+import type { StateStore } from '@disarm/protocol';
+import Database from 'better-sqlite3';
+
+import { createAccountOps, createOrganisationRows } from './_internal/accounts.ts';
+import { createDocumentOps } from './_internal/documents.ts';
+import { createRequestOps } from './_internal/requests.ts';
+import { migrate } from './_internal/schema.ts';
+
+/** How long a write waits for another connection's lock before failing: 5 seconds. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+
+/** Options of {@link createSqliteStore}. */
+export interface SqliteStoreOptions {
+  /**
+   * Database file; created (with its schema) when absent. Every process that shares the state
+   * (`disarm serve`, `disarm admin`) opens the same file. `:memory:` gives a private, throwaway
+   * database (tests only: nothing is shared or kept).
+   *
+   * The file holds API key hashes, OAuth client secret hashes and signing keys: keep it (and its
+   * `-wal` and `-shm` companions) readable by the service account only.
+   */
+  readonly path: string;
+  /**
+   * How long a write waits for another process's transaction before failing with `SQLITE_BUSY`.
+   * Default {@link DEFAULT_BUSY_TIMEOUT_MS}.
+   */
+  readonly busyTimeoutMs?: number;
+}
+
+/** A {@link StateStore} in one SQLite file, with its schema tools. */
+export interface SqliteStore extends StateStore {
+  /** The database file this store opened. */
+  readonly path: string;
+  /**
+   * Applies the schema migrations this file has not seen (the store does this when it opens).
+   * @returns the versions applied by this call; empty when the schema was current.
+   */
+  migrate(): number[];
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/** Runs synchronous work as the port's promise: its value, or a rejection with its error. */
+function settle<A extends unknown[], R>(work: (...args: A) => R): (...args: A) => Promise<R> {
+  return (...args) => {
+    try {
+      return Promise.resolve(work(...args));
+    } catch (error) {
+      return Promise.reject(toError(error));
+    }
+  };
+}
+
+function assertOptions(options: SqliteStoreOptions): number {
+  if (typeof options.path !== 'string' || options.path === '') {
+    throw new TypeError('createSqliteStore: `path` must be a non-empty string');
+  }
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new TypeError('createSqliteStore: `busyTimeoutMs` must be a non-negative integer');
+  }
+  return busyTimeoutMs;
+}
+
+function open(path: string, busyTimeoutMs: number): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { timeout: busyTimeoutMs });
+    // Wait for other processes' locks before anything below touches the file.
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    // WAL: readers never block the writer, and the server and `disarm admin` can share the file.
+    // This is also the first read of the file, so a file that is not a database fails here.
+    db.pragma('journal_mode = WAL');
+    // FULL: a commit is on disk before it returns, so a 202 means the row survives a power cut.
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+    return db;
+  } catch (error) {
+    if (db?.open === true) db.close();
+    throw new Error(
+      `@disarm/sqlite: cannot open the state database ${path}: ${toError(error).message}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Opens (creating and migrating when needed) the state store in the SQLite file at `path`.
+ * Writes that read before they write run in `BEGIN IMMEDIATE` transactions, so several processes
+ * on one file charge, lease and claim exactly once.
+ *
+ * @example
+ * ```ts
+ * const store = createSqliteStore({ path: '/var/lib/disarm/state.db' });
+ * const organisation = await store.getOrganisation('org_1', new Date());
+ * await store.close();
+ * ```
+ * @throws {TypeError} on bad options.
+ * @throws {Error} when the file cannot be opened, is not a database, or was migrated by a newer
+ *   version of this package (the message names the path; the driver's error is the `cause`).
+ */
+export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
+  const busyTimeoutMs = assertOptions(options);
+  const db = open(options.path, busyTimeoutMs);
+  const organisations = createOrganisationRows(db);
+  const accounts = createAccountOps(db, organisations);
+  const documents = createDocumentOps(db, organisations);
+  const requests = createRequestOps(db);
+
+  return {
+    path: options.path,
+    migrate: () => migrate(db),
+
+    createOrganisation: settle(accounts.createOrganisation),
+    getOrganisation: settle(accounts.getOrganisation),
+    listOrganisations: settle(accounts.listOrganisations),
+    updateOrganisation: settle(accounts.updateOrganisation),
+
+    createApiKey: settle(accounts.createApiKey),
+    findApiKeyByHash: settle(accounts.findApiKeyByHash),
+    listApiKeys: settle(accounts.listApiKeys),
+    revokeApiKey: settle(accounts.revokeApiKey),
+
+    acceptDocument: settle(documents.acceptDocument),
+    checkCanSubmit: settle(documents.checkCanSubmit),
+    getDocument: settle(documents.getDocument),
+    recordDownload: settle(documents.recordDownload),
+    deleteDocumentFile: settle(documents.deleteDocumentFile),
+    leaseDocument: settle(documents.leaseDocument),
+    renewLease: settle(documents.renewLease),
+    finishDocument: settle(documents.finishDocument),
+    recoverLapsedLeases: settle(documents.recoverLapsedLeases),
+    clearIntake: settle(documents.clearIntake),
+
+    createUpload: settle(documents.createUpload),
+    getUpload: settle(documents.getUpload),
+    getUploadById: settle(documents.getUploadById),
+    markUploaded: settle(documents.markUploaded),
+
+    listSweepable: settle(documents.listSweepable),
+    markSwept: settle(documents.markSwept),
+
+    hitRateLimit: settle(requests.hitRateLimit),
+
+    claimIdempotencyKey: settle(requests.claimIdempotencyKey),
+    completeIdempotencyKey: settle(requests.completeIdempotencyKey),
+    releaseIdempotencyKey: settle(requests.releaseIdempotencyKey),
+    purgeIdempotencyKeys: settle(requests.purgeIdempotencyKeys),
+
+    createOAuthClient: settle(accounts.createOAuthClient),
+    getOAuthClient: settle(accounts.getOAuthClient),
+    listOAuthClients: settle(accounts.listOAuthClients),
+    updateOAuthClient: settle(accounts.updateOAuthClient),
+    listSigningKeys: settle(accounts.listSigningKeys),
+    saveSigningKey: settle(accounts.saveSigningKey),
+
+    close: settle(() => {
+      // Closing twice is harmless; closing checkpoints the WAL into the main file.
+      if (db.open) db.close();
+    }),
+  };
+}

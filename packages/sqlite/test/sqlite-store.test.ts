@@ -1,0 +1,291 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type { StateStore } from '@disarm/protocol';
+import { describeStateStoreContract } from '@disarm/protocol/testing';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { createSqliteStore } from '../src/index.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const CONTENDER_SCRIPT = join(HERE, '_contend.ts');
+const T0 = new Date('2025-01-15T10:00:00.000Z');
+const PRICE_PENCE = 10;
+
+async function makeTempDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'disarm-sqlite-'));
+}
+
+interface ContenderReport {
+  readonly kinds: string[];
+  readonly leased: string[];
+}
+
+/** Starts `_contend.ts` in its own Node process; it waits for `go()` before submitting. */
+function startContender(
+  path: string,
+  first: number,
+  count: number,
+): { ready: Promise<void>; go(): void; report: Promise<ContenderReport> } {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--conditions=@disarm/source',
+      CONTENDER_SCRIPT,
+      path,
+      String(first),
+      String(count),
+    ],
+    { cwd: HERE, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    if (stdout.startsWith('ready\n')) markReady();
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const report = once(child, 'close').then(([code]) => {
+    markReady();
+    if (code !== 0) throw new Error(`contender exited with ${String(code)}: ${stderr}`);
+    return JSON.parse(stdout.slice('ready\n'.length)) as ContenderReport;
+  });
+  return {
+    ready,
+    go: () => child.stdin.end('go\n'),
+    report,
+  };
+}
+
+describeStateStoreContract('sqlite', async () => {
+  const dir = await makeTempDir();
+  const path = join(dir, 'state.db');
+  const store = createSqliteStore({ path });
+  return {
+    store,
+    openPeer: () => Promise.resolve(createSqliteStore({ path })),
+    close: async () => {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('createSqliteStore', () => {
+  let dir: string;
+  const opened: StateStore[] = [];
+
+  function open(path = join(dir, 'state.db')): ReturnType<typeof createSqliteStore> {
+    const store = createSqliteStore({ path });
+    opened.push(store);
+    return store;
+  }
+
+  /** A raw connection to inspect the file the way an operator would. */
+  function inspect<T>(path: string, read: (db: Database.Database) => T): T {
+    const db = new Database(path, { readonly: true });
+    try {
+      return read(db);
+    } finally {
+      db.close();
+    }
+  }
+
+  beforeEach(async () => {
+    dir = await makeTempDir();
+  });
+
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps data across a reopen and applies migrations once', async () => {
+    const path = join(dir, 'state.db');
+    const first = open(path);
+    expect(first.path).toBe(path);
+    expect(first.migrate()).toEqual([]);
+    await first.createOrganisation({ id: 'org_a', name: 'A', plan: 'payg' }, T0);
+    await first.updateOrganisation('org_a', { creditDeltaPence: 30 }, T0);
+    await first.acceptDocument(
+      {
+        id: 'doc_1',
+        organisationId: 'org_a',
+        lane: 'raw',
+        fileName: 'a.pdf',
+        sizeBytes: 1,
+        intakeKey: 'intake/doc_1',
+        deleteAfterDownload: false,
+        statusStyle202: false,
+      },
+      T0,
+    );
+    const migrations = inspect(path, (db) =>
+      db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
+    );
+    expect(migrations).toHaveLength(1);
+    await first.close();
+
+    const second = open(path);
+    expect(second.migrate()).toEqual([]);
+    expect(await second.getOrganisation('org_a', T0)).toMatchObject({
+      creditBalancePence: 30 - PRICE_PENCE,
+      periodUsedSubmissions: 1,
+    });
+    expect((await second.getDocument('org_a', 'doc_1'))?.status).toBe('pending');
+    expect(
+      inspect(path, (db) =>
+        db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
+      ),
+    ).toEqual(migrations);
+  });
+
+  it('opens the file in WAL mode with foreign keys enforced', async () => {
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    expect(inspect(path, (db) => db.pragma('journal_mode', { simple: true }))).toBe('wal');
+    await expect(
+      store.createApiKey({
+        id: 'key_1',
+        organisationId: 'org_missing',
+        name: 'orphan',
+        displayPrefix: 'dsm_live_x',
+        hash: 'h',
+        createdAt: T0,
+        revokedAt: null,
+      }),
+    ).rejects.toThrow(/FOREIGN KEY/);
+  });
+
+  it('shares one file between two instances that see each other’s writes', async () => {
+    const path = join(dir, 'state.db');
+    const server = open(path);
+    const admin = open(path);
+    await admin.createOrganisation({ id: 'org_a', name: 'A', plan: 'payg' }, T0);
+    await admin.updateOrganisation('org_a', { creditDeltaPence: 5 * PRICE_PENCE }, T0);
+    expect((await server.getOrganisation('org_a', T0))?.creditBalancePence).toBe(50);
+
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        (index % 2 === 0 ? server : admin).acceptDocument(
+          {
+            id: `doc_${index}`,
+            organisationId: 'org_a',
+            lane: 'raw',
+            fileName: 'a.pdf',
+            sizeBytes: 1,
+            intakeKey: `intake/${index}`,
+            deleteAfterDownload: false,
+            statusStyle202: false,
+          },
+          T0,
+        ),
+      ),
+    );
+    expect(results.filter((result) => result.kind === 'accepted')).toHaveLength(5);
+    expect((await admin.getOrganisation('org_a', T0))?.creditBalancePence).toBe(0);
+    expect((await server.getOrganisation('org_a', T0))?.creditBalancePence).toBe(0);
+  });
+
+  it('charges and leases exactly once across separate processes on one file', async () => {
+    const path = join(dir, 'state.db');
+    const setup = open(path);
+    const k = 61;
+    await setup.createOrganisation(
+      { id: 'org_a', name: 'A', plan: 'payg', creditBalancePence: k * PRICE_PENCE },
+      T0,
+    );
+    await setup.close();
+
+    const processes = 4;
+    const perProcess = 40;
+    const contenders = Array.from({ length: processes }, (_, index) =>
+      startContender(path, index * perProcess, perProcess),
+    );
+    // Start together: every process has opened the file before any submits.
+    await Promise.all(contenders.map((contender) => contender.ready));
+    for (const contender of contenders) contender.go();
+    const reports = await Promise.all(contenders.map((contender) => contender.report));
+    const kinds = reports.flatMap((report) => report.kinds);
+    const leased = reports.flatMap((report) => report.leased);
+    expect(kinds.filter((kind) => kind === 'accepted')).toHaveLength(k);
+    expect(kinds.filter((kind) => kind === 'insufficient_credit')).toHaveLength(
+      processes * perProcess - k,
+    );
+    expect(new Set(leased).size).toBe(leased.length);
+    expect(leased).toHaveLength(k);
+
+    const check = open(path);
+    expect(await check.getOrganisation('org_a', T0)).toMatchObject({
+      creditBalancePence: 0,
+      periodUsedSubmissions: k,
+    });
+    expect(await check.leaseDocument('late-worker', T0, 60_000)).toBeUndefined();
+  }, 120_000);
+
+  it('purges rate-limit windows older than ten minutes', async () => {
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    const old = new Date('2025-01-15T09:00:00.000Z');
+    await store.hitRateLimit('org_a:submit', old, old);
+    await store.hitRateLimit('org_a:submit', T0, T0);
+    const windows = inspect(path, (db) =>
+      db.prepare('SELECT window_start FROM rate_limits').pluck().all(),
+    );
+    expect(windows).toEqual([T0.getTime()]);
+  });
+
+  it('fails clearly on a file that is not a database', async () => {
+    const path = join(dir, 'corrupt.db');
+    await writeFile(path, 'this is not an SQLite database, just text '.repeat(200));
+    expect(() => open(path)).toThrow(
+      /cannot open the state database .*corrupt\.db.*not a database/,
+    );
+  });
+
+  it('fails clearly when the directory does not exist', () => {
+    const path = join(dir, 'missing', 'state.db');
+    expect(() => open(path)).toThrow(/cannot open the state database .*missing/);
+  });
+
+  it('fails clearly on a schema newer than it knows', async () => {
+    const path = join(dir, 'state.db');
+    await open(path).close();
+    const db = new Database(path);
+    db.prepare(
+      "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)",
+    ).run();
+    db.close();
+    expect(() => open(path)).toThrow(/schema version 99, newer/);
+  });
+
+  it('throws TypeError on bad options', () => {
+    expect(() => createSqliteStore({ path: '' })).toThrow(TypeError);
+    expect(() => createSqliteStore({ path: join(dir, 'a.db'), busyTimeoutMs: -1 })).toThrow(
+      TypeError,
+    );
+    expect(() => createSqliteStore({ path: join(dir, 'a.db'), busyTimeoutMs: 1.5 })).toThrow(
+      TypeError,
+    );
+  });
+
+  it('closes idempotently and rejects calls after close', async () => {
+    const store = open();
+    await store.close();
+    await store.close();
+    await expect(store.getOrganisation('org_a', T0)).rejects.toThrow();
+  });
+});

@@ -27,6 +27,8 @@ import { compilePattern } from './http/router.ts';
 import type { CompiledPattern } from './http/router.ts';
 import { ValidationError } from './http/validation.ts';
 import { createUpload } from './uploads/routes.ts';
+import { idempotencyMiddleware } from './idempotency/middleware.ts';
+import { rateLimitMiddleware } from './limits/rate-limit.ts';
 import { publicRoutes } from './public-routes.ts';
 
 /** The v1 API as a WHATWG fetch handler: mount it on any runtime or framework. */
@@ -58,7 +60,7 @@ export interface RouteDefinition {
 export type Middleware = (
   context: RequestContext,
   route: RouteOptions,
-  next: () => Promise<Response>,
+  next: (context?: RequestContext) => Promise<Response>,
 ) => Promise<Response>;
 
 /** Extension points for the accounts issue (OAuth bearer tokens, rate limits, idempotency). */
@@ -144,10 +146,11 @@ export function createDisarmApi(
   };
   const routes: { compiled: CompiledPattern; definition: RouteDefinition }[] = [
     ...apiRoutes(settings.manualClock !== undefined),
-    ...publicRoutes(api, { requireRateLimitHeaders: false }),
+    ...publicRoutes(api, { requireRateLimitHeaders: true }),
     ...(extensions.routes ?? []),
   ].map((definition) => ({ compiled: compilePattern(definition.pattern), definition }));
-  const middleware = extensions.middleware ?? [];
+  // Order matters: the rate limit counts a request before idempotency can replay it.
+  const middleware = [rateLimitMiddleware, idempotencyMiddleware, ...(extensions.middleware ?? [])];
   const problem = (
     code: Parameters<typeof problemResponse>[1],
     options?: Parameters<typeof problemResponse>[2],
@@ -193,22 +196,22 @@ export function createDisarmApi(
       request,
       url,
       params: found.params,
+      routePattern: found.definition.pattern,
       principal,
       responseHeaders: new Headers(),
     };
-    const run = async (): Promise<Response> => {
+    const run = async (current: RequestContext): Promise<Response> => {
       try {
-        return await options.handler(context);
+        return withHeaders(await options.handler(current), current.responseHeaders);
       } catch (error) {
-        return errorResponse(error, url.pathname);
+        return withHeaders(errorResponse(error, url.pathname), current.responseHeaders);
       }
     };
-    const chain = middleware.reduceRight<() => Promise<Response>>(
-      (next, step) => () => step(context, options, next),
+    const chain = middleware.reduceRight<(current: RequestContext) => Promise<Response>>(
+      (next, step) => (current) => step(current, options, (changed) => next(changed ?? current)),
       run,
     );
-    const response = await chain();
-    return withHeaders(response, context.responseHeaders);
+    return chain(context);
   }
 
   function errorResponse(error: unknown, path: string): Response {

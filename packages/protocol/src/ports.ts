@@ -276,11 +276,15 @@ export interface StateStore {
   claimIdempotencyKey(
     record: Omit<IdempotencyRecord, 'state' | 'response'>,
   ): Promise<IdempotencyClaim>;
-  /** Stores the response of a claimed key. */
+  /**
+   * Stores the response of a claimed key and the fingerprint of its request (known only once
+   * the body has been read), for replays and for telling a different request apart.
+   */
   completeIdempotencyKey(
     organisationId: string,
     key: string,
     response: StoredResponse,
+    requestHash: string,
   ): Promise<void>;
   /** Releases a claim whose request was refused before any work (so a corrected retry can pass). */
   releaseIdempotencyKey(organisationId: string, key: string): Promise<void>;

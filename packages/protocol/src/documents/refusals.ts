@@ -1,4 +1,5 @@
 import { ProblemError } from '../http/problem-error.ts';
+import { usageHeaders } from './usage.ts';
 import type { SubmitRefusal } from '../ports.ts';
 
 /** Seconds from `now` to `until`, at least 1 (for `Retry-After`). */
@@ -21,7 +22,10 @@ export function refusalProblem(refusal: SubmitRefusal, now: Date): ProblemError 
       return new ProblemError('QuotaExceeded', {
         detail: `The monthly allowance of ${refusal.organisation.monthlyAllowance} documents is used up until ${refusal.organisation.periodEnd.toISOString()}.`,
         extensions: { periodEnd: refusal.organisation.periodEnd.toISOString() },
-        headers: { 'Retry-After': String(secondsUntil(now, refusal.organisation.periodEnd)) },
+        headers: {
+          ...usageHeaders(refusal.organisation),
+          'Retry-After': String(secondsUntil(now, refusal.organisation.periodEnd)),
+        },
       });
     case 'insufficient_credit':
       return new ProblemError('InsufficientCredit', {
@@ -30,6 +34,7 @@ export function refusalProblem(refusal: SubmitRefusal, now: Date): ProblemError 
           balancePence: refusal.balancePence,
           pricePerDocumentPence: refusal.pricePence,
         },
+        headers: usageHeaders(refusal.organisation),
       });
   }
 }

@@ -12,6 +12,7 @@ import { assertFileName } from './file-name.ts';
 import { receiveMultipart, receiveRaw } from './lanes.ts';
 import type { ReceivedFile } from './lanes.ts';
 import { parsePrefer } from './prefer.ts';
+import { usageHeaders } from './usage.ts';
 import { refusalProblem } from './refusals.ts';
 import { isInFlight, isTerminal } from './state-machine.ts';
 
@@ -220,6 +221,9 @@ export const submitDocument: Handler = async (context) => {
   const lane = laneOf(request.headers.get('Content-Type'));
   const query = parseSubmitQuery(url, lane);
   const prefer = parsePrefer(request.headers.get('Prefer'));
+  // Everything knowable before the body is checked before the account (as for uploads).
+  const rawFileName =
+    lane === 'raw' ? assertFileName(query.filename ?? '', 'query.filename') : undefined;
   const organisation = await organisationOf(context);
   const refusal = await api.store.checkCanSubmit(organisation.id, api.clock.now());
   if (refusal) throw refusalProblem(refusal, api.clock.now());
@@ -246,9 +250,8 @@ export const submitDocument: Handler = async (context) => {
   } else {
     const intakeKey = `intake/${documentId}`;
     let received: ReceivedFile;
-    if (lane === 'raw') {
-      const fileName = assertFileName(query.filename ?? '', 'query.filename');
-      received = await receiveRaw(api, request, fileName, intakeKey, limits);
+    if (rawFileName !== undefined) {
+      received = await receiveRaw(api, request, rawFileName, intakeKey, limits);
     } else {
       received = await receiveMultipart(
         api,
@@ -289,7 +292,8 @@ export const submitDocument: Handler = async (context) => {
     'document accepted',
   );
 
-  const headers = new Headers();
+  // Usage after this document's charge (spec "Usage headers").
+  const headers = new Headers(usageHeaders(result.organisation));
   // The upload lane skips the sync wait (spec: large files are not held open).
   const budget = lane === 'reference' ? undefined : syncBudgetMs(api, query, prefer);
   let document = result.document;

@@ -33,6 +33,8 @@ export interface RequestContext {
   readonly request: Request;
   readonly url: URL;
   readonly params: Readonly<Record<string, string>>;
+  /** The route's pattern, e.g. `/v1/documents/:id` (idempotency keys are bound to it). */
+  readonly routePattern: string;
   /** Set by the authentication step for routes that need it. */
   readonly principal: Principal | undefined;
   /** Headers every response of this request carries (usage, rate-limit fields). */

@@ -7,6 +7,7 @@ import type { Handler } from '../http/context.ts';
 import { asJsonObject, readJsonBody } from '../http/json-body.ts';
 import { jsonResponse } from '../http/negotiation.ts';
 import { FieldErrors } from '../http/validation.ts';
+import { usageHeaders } from '../documents/usage.ts';
 
 /** The PUT link works for 60 minutes (spec Limits). */
 export const UPLOAD_LINK_MS = 60 * 60 * 1000;
@@ -66,6 +67,7 @@ export const createUpload: Handler = async (context) => {
       maxSizeBytes: record.maxSizeBytes,
       expiresAt: record.putExpiresAt.toISOString(),
     },
-    { status: 201 },
+    // Nothing is charged yet: the usage is what a submission would be measured against.
+    { status: 201, headers: usageHeaders(organisation) },
   );
 };

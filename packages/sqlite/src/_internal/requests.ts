@@ -41,9 +41,10 @@ export function createRequestOps(db: Database): RequestOps {
                                    expires_at)
      VALUES (?, ?, ?, ?, 'in_flight', ?, ?)`,
   );
-  const completeKey = db.prepare<[number, string, Uint8Array, string, string]>(
+  const completeKey = db.prepare<[number, string, Uint8Array, string, string, string]>(
     `UPDATE idempotency_keys
-     SET state = 'completed', response_status = ?, response_headers = ?, response_body = ?
+     SET state = 'completed', response_status = ?, response_headers = ?, response_body = ?,
+         request_hash = ?
      WHERE organisation_id = ? AND key = ? AND state = 'in_flight'`,
   );
   const releaseKey = db.prepare<[string, string]>(
@@ -84,11 +85,12 @@ export function createRequestOps(db: Database): RequestOps {
   return {
     hitRateLimit: (bucket, windowStart, at) => hitRateLimit.immediate(bucket, windowStart, at),
     claimIdempotencyKey: (record) => claim.immediate(record),
-    completeIdempotencyKey(organisationId, key, response) {
+    completeIdempotencyKey(organisationId, key, response, requestHash) {
       completeKey.run(
         response.status,
         JSON.stringify(response.headers),
         response.body,
+        requestHash,
         organisationId,
         key,
       );

@@ -93,11 +93,15 @@ export function describeRequests(context: ContractContext): void {
       const claim = claimOf('org_a', 'key-1');
       await store.claimIdempotencyKey(claim);
       const response = storedResponse();
-      await store.completeIdempotencyKey('org_a', 'key-1', response);
+      await store.completeIdempotencyKey('org_a', 'key-1', response, 'hash-final');
       const replay = await store.claimIdempotencyKey(claimOf('org_a', 'key-1', after(T0, HOUR_MS)));
       expect(replay.kind).toBe('existing');
       if (replay.kind !== 'existing') return;
-      expect(replay.record).toMatchObject({ ...claim, state: 'completed' });
+      expect(replay.record).toMatchObject({
+        ...claim,
+        state: 'completed',
+        requestHash: 'hash-final',
+      });
       const stored = replay.record.response;
       expect(stored?.status).toBe(202);
       expect(stored?.headers).toEqual(response.headers);
@@ -109,11 +113,12 @@ export function describeRequests(context: ContractContext): void {
       const store = context.store();
       await createOrg(store, 'org_a', 'starter');
       await store.claimIdempotencyKey(claimOf('org_a', 'key-1'));
-      await store.completeIdempotencyKey('org_a', 'key-1', {
-        status: 204,
-        headers: [],
-        body: new Uint8Array(0),
-      });
+      await store.completeIdempotencyKey(
+        'org_a',
+        'key-1',
+        { status: 204, headers: [], body: new Uint8Array(0) },
+        'hash-final',
+      );
       const replay = await store.claimIdempotencyKey(claimOf('org_a', 'key-1'));
       expect(replay.kind === 'existing' ? replay.record.response : undefined).toMatchObject({
         status: 204,
@@ -139,7 +144,7 @@ export function describeRequests(context: ContractContext): void {
       const store = context.store();
       await createOrg(store, 'org_a', 'starter');
       await store.claimIdempotencyKey(claimOf('org_a', 'key-1'));
-      await store.completeIdempotencyKey('org_a', 'key-1', storedResponse());
+      await store.completeIdempotencyKey('org_a', 'key-1', storedResponse(), 'hash-final');
       await store.releaseIdempotencyKey('org_a', 'key-1');
       const again = await store.claimIdempotencyKey(claimOf('org_a', 'key-1'));
       expect(again.kind === 'existing' ? again.record.state : again.kind).toBe('completed');
@@ -151,7 +156,7 @@ export function describeRequests(context: ContractContext): void {
       await createOrg(store, 'org_b', 'starter');
       expect((await store.claimIdempotencyKey(claimOf('org_a', 'shared'))).kind).toBe('claimed');
       expect((await store.claimIdempotencyKey(claimOf('org_b', 'shared'))).kind).toBe('claimed');
-      await store.completeIdempotencyKey('org_a', 'shared', storedResponse());
+      await store.completeIdempotencyKey('org_a', 'shared', storedResponse(), 'hash-final');
       await store.releaseIdempotencyKey('org_a', 'shared');
       const b = await store.claimIdempotencyKey(claimOf('org_b', 'shared'));
       expect(b.kind === 'existing' ? b.record : undefined).toMatchObject({
@@ -168,7 +173,7 @@ export function describeRequests(context: ContractContext): void {
       const store = context.store();
       await createOrg(store, 'org_a', 'starter');
       await store.claimIdempotencyKey(claimOf('org_a', 'key-1'));
-      await store.completeIdempotencyKey('org_a', 'key-1', storedResponse());
+      await store.completeIdempotencyKey('org_a', 'key-1', storedResponse(), 'hash-final');
       const before = await store.claimIdempotencyKey(
         claimOf('org_a', 'key-1', after(T0, DAY_MS - 1)),
       );
@@ -189,7 +194,7 @@ export function describeRequests(context: ContractContext): void {
       await createOrg(store, 'org_a', 'starter');
       await store.claimIdempotencyKey(claimOf('org_a', 'old-1'));
       await store.claimIdempotencyKey(claimOf('org_a', 'old-2', after(T0, MINUTE_MS)));
-      await store.completeIdempotencyKey('org_a', 'old-2', storedResponse());
+      await store.completeIdempotencyKey('org_a', 'old-2', storedResponse(), 'hash-final');
       await store.claimIdempotencyKey(claimOf('org_a', 'young', after(T0, HOUR_MS)));
 
       expect(await store.purgeIdempotencyKeys(after(T0, DAY_MS - 1))).toBe(0);

@@ -1,0 +1,63 @@
+import type { Middleware } from '../api.ts';
+import { problemResponse } from '../http/problem-response.ts';
+
+/** Length of one rate-limit window (the spec's limits are per minute). */
+export const RATE_WINDOW_MS = 60_000;
+/** Status reads get ten times the plan's per-minute limit, in their own partition (spec Limits). */
+export const STATUS_READ_MULTIPLIER = 10;
+
+/** Names of the two partitions, as they appear in the RateLimit fields. */
+const POLICY_NAMES = { submission: 'submissions', status: 'status-reads' } as const;
+
+/**
+ * Per-organisation, per-minute rate limits in two partitions: submissions (`POST /v1/documents`
+ * and `POST /v1/uploads` share the plan's limit) and status reads (`GET /v1/documents/*` and the
+ * account, ten times the limit). Counters live in the state store, so every process sees the
+ * same budget. Over the limit: `429 RateLimited` with `Retry-After` in seconds. Every response of
+ * a limited route carries the IETF `RateLimit-Policy` and `RateLimit` fields
+ * (draft-ietf-httpapi-ratelimit-headers) so clients can pace themselves.
+ */
+export const rateLimitMiddleware: Middleware = async (context, route, next) => {
+  const partition = route.rateLimit;
+  const organisationId = context.principal?.organisationId;
+  if (partition === undefined || !organisationId) return next();
+  const { api } = context;
+  const now = api.clock.now();
+  const organisation = await api.store.getOrganisation(organisationId, now);
+  if (!organisation) return next();
+  const limit =
+    partition === 'submission'
+      ? organisation.rateLimitPerMinute
+      : organisation.rateLimitPerMinute * STATUS_READ_MULTIPLIER;
+  const windowStart = Math.floor(now.getTime() / RATE_WINDOW_MS) * RATE_WINDOW_MS;
+  const count = await api.store.hitRateLimit(
+    `${organisationId}:${partition}`,
+    new Date(windowStart),
+    now,
+  );
+  const resetSeconds = Math.max(
+    1,
+    Math.ceil((windowStart + RATE_WINDOW_MS - now.getTime()) / 1000),
+  );
+  const name = POLICY_NAMES[partition];
+  const fields = {
+    'RateLimit-Policy': `"${name}";q=${limit};w=${RATE_WINDOW_MS / 1000}`,
+    RateLimit: `"${name}";r=${Math.max(0, limit - count)};t=${resetSeconds}`,
+  };
+  if (count > limit) {
+    return problemResponse(api.settings.publicBaseUrl, 'RateLimited', {
+      detail: `The ${name} limit of ${limit} requests per minute is reached; retry in ${resetSeconds} s.`,
+      instance: context.url.pathname,
+      headers: { ...fields, 'Retry-After': String(resetSeconds) },
+      extensions: { limit, retryAfterSeconds: resetSeconds },
+    });
+  }
+  const response = await next();
+  const headers = new Headers(response.headers);
+  for (const [field, value] of Object.entries(fields)) headers.set(field, value);
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+};

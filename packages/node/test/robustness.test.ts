@@ -2,7 +2,7 @@
  * What a real `disarm serve` does when things go wrong around it: crashes, restarts, shutdown,
  * clients that vanish mid-upload, oversized headers. Over loopback, against the real process.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -213,6 +213,50 @@ describe('disarm serve under failure', () => {
     ).toEqual([]);
     expect((await fetch(`${server.apiUrl}/healthz`)).status).toBe(200);
     expect((await submitPng(server, apiKey, '?wait=true')).status).toBe(200);
+  });
+
+  it('streams a 100 MB multipart upload to disk without buffering it', async () => {
+    const server = await start({ args: ['--no-processing'] });
+    const { apiKey } = await server.createOrganisation('internal');
+    const peakRssKiB = async (): Promise<number> => {
+      const status = await readFile(`/proc/${server.pid}/status`, 'utf8');
+      return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    };
+    // Warm up (first request compiles and loads modules), then measure the peak around the upload.
+    expect((await submitPng(server, apiKey)).status).toBe(202);
+    const before = await peakRssKiB();
+    const boundary = 'disarm-stream-boundary';
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`,
+    );
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const chunk = Buffer.alloc(1024 * 1024, 0x5a);
+    const chunks = 99;
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${server.apiUrl}/v1/documents`, {
+        method: 'POST',
+        headers: {
+          'X-Api-Key': apiKey,
+          'Content-Type': `multipart/form-data; boundary=${boundary}`,
+          'Content-Length': String(head.length + chunks * chunk.length + tail.length),
+        },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      void (async () => {
+        req.write(head);
+        for (let i = 0; i < chunks; i += 1) {
+          if (!req.write(chunk)) await new Promise((drained) => req.once('drain', drained));
+        }
+        req.end(tail);
+      })();
+    });
+    expect(status).toBe(202);
+    const grownMiB = ((await peakRssKiB()) - before) / 1024;
+    expect(grownMiB).toBeLessThan(48);
   });
 
   it('answers oversized headers with 431 and keeps serving', async () => {

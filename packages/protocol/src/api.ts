@@ -30,6 +30,7 @@ import { createUpload } from './uploads/routes.ts';
 import { idempotencyMiddleware } from './idempotency/middleware.ts';
 import { rateLimitMiddleware } from './limits/rate-limit.ts';
 import { publicRoutes } from './public-routes.ts';
+import { createOAuth } from './oauth/create-oauth.ts';
 
 /** The v1 API as a WHATWG fetch handler: mount it on any runtime or framework. */
 export interface DisarmApi {
@@ -144,9 +145,21 @@ export function createDisarmApi(
     logger: ports.logger ?? NO_LOGGER,
     settings,
   };
+  // OAuth (config.oauth): the token endpoint, the JWKS, client and signing-key admin routes, and
+  // the verifier of access tokens (ours and an external issuer's).
+  const oauth =
+    config.oauth === undefined
+      ? undefined
+      : createOAuth(
+          { store: api.store, clock: api.clock, random: api.random, logger: api.logger },
+          config.oauth,
+          settings.publicBaseUrl,
+        );
+  const verifyBearer = extensions.verifyBearer ?? oauth?.verifyBearer;
   const routes: { compiled: CompiledPattern; definition: RouteDefinition }[] = [
     ...apiRoutes(settings.manualClock !== undefined),
-    ...publicRoutes(api, { requireRateLimitHeaders: true }),
+    ...publicRoutes(api, { requireRateLimitHeaders: true, oauth: oauth !== undefined }),
+    ...(oauth?.routes ?? []),
     ...(extensions.routes ?? []),
   ].map((definition) => ({ compiled: compilePattern(definition.pattern), definition }));
   // Order matters: the rate limit counts a request before idempotency can replay it.
@@ -181,13 +194,18 @@ export function createDisarmApi(
       principal = await authenticate(request, {
         store: api.store,
         adminTokenHashes: settings.adminTokenHashes,
-        ...(extensions.verifyBearer ? { verifyBearer: extensions.verifyBearer } : {}),
+        ...(verifyBearer ? { verifyBearer } : {}),
       });
       if (!principal) {
         return problem('Unauthorized', {
           detail: 'Send an API key (X-Api-Key) or a bearer token (Authorization: Bearer).',
           instance: url.pathname,
-          headers: { 'WWW-Authenticate': 'Bearer realm="disarm"' },
+          // RFC 6750 3.1: a bearer token that was sent and refused is an invalid_token.
+          headers: {
+            'WWW-Authenticate': /^Bearer\s/i.test(request.headers.get('Authorization') ?? '')
+              ? 'Bearer realm="disarm", error="invalid_token"'
+              : 'Bearer realm="disarm"',
+          },
         });
       }
     }

@@ -1,7 +1,10 @@
+import type { OAuthConfig } from './oauth/config.ts';
 import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from './ports.ts';
 
 /** Structured logger the API writes to (pino-compatible subset). Never given secrets. */
 export interface Logger {
+  /** Detail for operators chasing a problem (refused tokens, with the reason only). */
+  debug?(object: Record<string, unknown>, message?: string): void;
   info(object: Record<string, unknown>, message?: string): void;
   warn(object: Record<string, unknown>, message?: string): void;
   error(object: Record<string, unknown>, message?: string): void;
@@ -60,4 +63,26 @@ export interface DisarmApiConfig {
   readonly readiness?: () => Promise<boolean>;
   /** Files of the `/docs` reference by name (`index.html` and its scripts and styles). */
   readonly docsAssets?: (name: string) => Promise<DocsAsset | undefined>;
+  /**
+   * OAuth 2.0 client credentials (the spec's recommended authentication). When set, the API
+   * also serves:
+   *
+   * - `POST /connect/token` (RFC 6749 4.4): signed JWT access tokens (ES256, `typ: at+jwt`,
+   *   RFC 9068) valid one hour, for clients authenticating with `client_secret_basic` or
+   *   `client_secret_post`;
+   * - `GET /.well-known/jwks.json`: the public keys that verify them;
+   * - admin routes (scope `cdr.admin`) for an organisation's clients
+   *   (`/v1/admin/organisations/{organisationId}/clients`: create, list, rotate a secret with a
+   *   two-secret overlap, revoke) and for the signing keys (`/v1/admin/signing-keys`: list,
+   *   rotate);
+   *
+   * and accepts those tokens — and, with `oauth.external`, an external identity provider's —
+   * as `Authorization: Bearer` credentials. Signing keys live in the state store, their private
+   * halves sealed with `oauth.keyEncryptionKey`, so every process sharing the store issues and
+   * verifies the same tokens. Without it, only API keys and bootstrap admin tokens authenticate.
+   *
+   * **Security**: see {@link OAuthConfig.keyEncryptionKey} and {@link OAuthConfig.external}.
+   * @default none
+   */
+  readonly oauth?: OAuthConfig;
 }

@@ -32,7 +32,11 @@ function html(body: string, csp: string): Response {
 /** Routes that need no credential: health, the contract, the docs and the problem pages. */
 export function publicRoutes(
   api: ApiContext,
-  options: { readonly requireRateLimitHeaders: boolean },
+  options: {
+    readonly requireRateLimitHeaders: boolean;
+    /** The API serves the OAuth routes: the contract describes them. @default false */
+    readonly oauth?: boolean;
+  },
 ): RouteDefinition[] {
   const { publicBaseUrl } = api.settings;
   const basePath = new URL(publicBaseUrl).pathname.replace(/\/+$/, '');
@@ -40,6 +44,7 @@ export function publicRoutes(
     publicBaseUrl,
     testMode: api.settings.manualClock !== undefined,
     requireRateLimitHeaders: options.requireRateLimitHeaders,
+    oauth: options.oauth === true,
   });
   const documentJson = JSON.stringify(document);
   return [

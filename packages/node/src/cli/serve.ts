@@ -1,11 +1,13 @@
 import { availableParallelism } from 'node:os';
 
-import { Option } from 'commander';
+import type { ExternalAlgorithm } from '@disarm/protocol/oauth';
+import { InvalidArgumentError, Option } from 'commander';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 
 import type { DemoAccount } from '../serve/_demo.ts';
+import type { EmbeddedOAuthOptions } from '../serve/create-embedded-disarm.ts';
 import {
   DEFAULT_API_PORT,
   DEFAULT_GRACE_SECONDS,
@@ -27,6 +29,20 @@ export const TEST_MODE_ENV = 'DISARM_TEST_MODE';
 /** Shortest admin token accepted: a guessable token would open the admin routes. */
 const MIN_ADMIN_TOKEN_CHARS = 24;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** Asymmetric algorithms an external issuer may be pinned to (never `none` or HS*). */
+const EXTERNAL_ALGORITHMS: readonly ExternalAlgorithm[] = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 
 /** IPC message a parent sends a `--test-mode` server to move its clock. */
 export interface AdvanceClockMessage {
@@ -60,6 +76,14 @@ interface ServeFlags {
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly demo: boolean;
   readonly processing: boolean;
+  readonly oauthIssuer?: string;
+  readonly oauthAudience?: string;
+  readonly oauthExternalIssuer?: string;
+  readonly oauthExternalJwksUrl?: string;
+  readonly oauthExternalAudience?: string;
+  readonly oauthExternalOrgClaim?: string;
+  readonly oauthExternalAlgorithms?: readonly ExternalAlgorithm[];
+  readonly oauthExternalAllowAdmin?: true;
 }
 
 /**
@@ -160,6 +184,56 @@ export function registerServeCommand(program: Command, context: CliContext): voi
         'serve the API and storage only: documents are queued for another process to clean',
       ),
     )
+    .addOption(
+      new Option(
+        '--oauth-issuer <iss>',
+        'iss of the access tokens POST /connect/token issues (default: the public base URL)',
+      ).env('DISARM_OAUTH_ISSUER'),
+    )
+    .addOption(
+      new Option(
+        '--oauth-audience <aud>',
+        'aud of the access tokens issued and required (default: <public base URL>/v1)',
+      ).env('DISARM_OAUTH_AUDIENCE'),
+    )
+    .addOption(
+      new Option(
+        '--oauth-external-issuer <iss>',
+        'also accept access tokens of this identity provider (exact iss); needs --oauth-external-jwks-url',
+      ).env('DISARM_OAUTH_EXTERNAL_ISSUER'),
+    )
+    .addOption(
+      new Option(
+        '--oauth-external-jwks-url <url>',
+        "the identity provider's JWKS (https; http only for loopback)",
+      ).env('DISARM_OAUTH_EXTERNAL_JWKS_URL'),
+    )
+    .addOption(
+      new Option(
+        '--oauth-external-audience <aud>',
+        "aud the provider's tokens must carry (default: --oauth-audience)",
+      ).env('DISARM_OAUTH_EXTERNAL_AUDIENCE'),
+    )
+    .addOption(
+      new Option(
+        '--oauth-external-org-claim <claim>',
+        "claim holding the caller's organisation id (default: org_id)",
+      ).env('DISARM_OAUTH_EXTERNAL_ORG_CLAIM'),
+    )
+    .addOption(
+      new Option(
+        '--oauth-external-algorithms <list>',
+        `comma-separated algorithms the provider signs with (default: RS256,ES256; any of ${EXTERNAL_ALGORITHMS.join(',')})`,
+      )
+        .env('DISARM_OAUTH_EXTERNAL_ALGORITHMS')
+        .argParser(parseAlgorithms),
+    )
+    .addOption(
+      new Option(
+        '--oauth-external-allow-admin',
+        "honour cdr.admin in the provider's tokens: it then runs the whole platform",
+      ).env('DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN'),
+    )
     .addHelpText('after', serveHelpText())
     .action(async () => {
       try {
@@ -181,6 +255,7 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
   if (adminToken !== undefined && adminToken.length < MIN_ADMIN_TOKEN_CHARS) {
     throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
   }
+  const oauth = oauthOptions(flags);
   const logger = pino(
     { level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime },
     { write: (line: string) => context.stdout.write(line) },
@@ -202,6 +277,7 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
       testMode,
       demo: flags.demo,
       processing: flags.processing,
+      oauth,
       logger,
     });
   } catch (error) {
@@ -308,6 +384,63 @@ function isAdvanceClockMessage(message: unknown): message is AdvanceClockMessage
   );
 }
 
+/** The OAuth options the flags describe. */
+function oauthOptions(flags: ServeFlags): EmbeddedOAuthOptions {
+  const external = flags.oauthExternalIssuer;
+  const jwksUrl = flags.oauthExternalJwksUrl;
+  if ((external === undefined) !== (jwksUrl === undefined)) {
+    throw new UsageError('--oauth-external-issuer and --oauth-external-jwks-url go together');
+  }
+  if (
+    external === undefined &&
+    (flags.oauthExternalAudience !== undefined ||
+      flags.oauthExternalOrgClaim !== undefined ||
+      flags.oauthExternalAlgorithms !== undefined ||
+      flags.oauthExternalAllowAdmin === true)
+  ) {
+    throw new UsageError('--oauth-external-* options need --oauth-external-issuer');
+  }
+  return {
+    ...(flags.oauthIssuer === undefined ? {} : { issuer: flags.oauthIssuer }),
+    ...(flags.oauthAudience === undefined ? {} : { audience: flags.oauthAudience }),
+    ...(external === undefined || jwksUrl === undefined
+      ? {}
+      : {
+          external: {
+            issuer: external,
+            jwksUrl,
+            ...(flags.oauthExternalAudience === undefined
+              ? {}
+              : { audience: flags.oauthExternalAudience }),
+            ...(flags.oauthExternalOrgClaim === undefined
+              ? {}
+              : { organisationClaim: flags.oauthExternalOrgClaim }),
+            ...(flags.oauthExternalAlgorithms === undefined
+              ? {}
+              : { algorithms: flags.oauthExternalAlgorithms }),
+            ...(flags.oauthExternalAllowAdmin === true ? { scopes: ['cdr.api', 'cdr.admin'] } : {}),
+          },
+        }),
+  };
+}
+
+/** Commander parser: comma-separated asymmetric JWS algorithms. */
+function parseAlgorithms(value: string): ExternalAlgorithm[] {
+  const names = value
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  const algorithms = names.filter((name): name is ExternalAlgorithm =>
+    (EXTERNAL_ALGORITHMS as readonly string[]).includes(name),
+  );
+  if (names.length === 0 || algorithms.length !== names.length) {
+    throw new InvalidArgumentError(
+      `expected some of ${EXTERNAL_ALGORITHMS.join(', ')} (never none or HS*)`,
+    );
+  }
+  return algorithms;
+}
+
 function parseTestModeEnv(value: string | undefined): boolean {
   if (value === undefined || value === '' || value === '0' || value === 'false') return false;
   if (value === '1' || value === 'true') return true;
@@ -333,16 +466,27 @@ function serveHelpText(): string {
 Environment (a flag given on the command line wins):
   DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, DISARM_PUBLIC_BASE_URL,
   DISARM_STORAGE_BASE_URL, DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS, DISARM_GRACE_SECONDS,
-  DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL
+  DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
+  DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
+  DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
+  DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN
 
 Data folder (--data-dir):
   disarm.sqlite                 organisations, key hashes, documents, the queue
   blobs/                        submitted and cleaned files, staged uploads
   secrets/link-signing.key      HMAC secret of the storage links (made on first start, 0600)
+  secrets/token-signing.kek     AES-256-GCM key sealing the OAuth signing keys (same; every
+                                process sharing disarm.sqlite needs the same file)
+
+OAuth:
+  POST /connect/token issues one-hour ES256 access tokens to clients made with
+  disarm admin client create; GET /.well-known/jwks.json publishes their keys.
 
 Examples:
   $ disarm serve
   $ DISARM_ADMIN_TOKEN=$(openssl rand -hex 32) disarm serve --data-dir /var/lib/disarm --workers 4
   $ disarm serve --port 0 --storage-port 0 --test-mode
+  $ disarm serve --oauth-external-issuer https://login.example.com/ \\
+      --oauth-external-jwks-url https://login.example.com/.well-known/jwks.json
 `;
 }

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 
 import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
 import type { Clock, Logger } from '@disarm/protocol';
+import type { OAuthConfig } from '@disarm/protocol/oauth';
 import { createSqliteStore } from '@disarm/sqlite';
 
 import { silentLogger } from '../_internal/logger.ts';
@@ -19,7 +20,7 @@ import { createSweeper } from '../retention/create-sweeper.ts';
 import { provisionDemo } from './_demo.ts';
 import type { DemoAccount } from './_demo.ts';
 import { withRequestLog } from './_request-log.ts';
-import { loadLinkSecret } from './_secrets.ts';
+import { loadLinkSecret, loadTokenSigningKek } from './_secrets.ts';
 import { createSwaggerUiAssets } from './docs-assets.ts';
 
 /** Default longest sync wait (spec "Limits": 45 seconds). */
@@ -29,11 +30,18 @@ export const DEFAULT_GRACE_SECONDS = 300;
 /** How long shutdown lets requests and documents in flight finish. */
 export const SHUTDOWN_GRACE_MS = 20_000;
 
+/**
+ * OAuth of the embedded service: {@link OAuthConfig} without the key-encryption key, which is
+ * the data folder's `secrets/token-signing.kek`.
+ */
+export type EmbeddedOAuthOptions = Omit<OAuthConfig, 'keyEncryptionKey'>;
+
 /** Options of {@link createEmbeddedDisarm}. */
 export interface EmbeddedDisarmOptions {
   /**
-   * Folder of all state: `disarm.sqlite`, `blobs/`, `secrets/link-signing.key`, `work/`. Created
-   * when missing. It holds key hashes and the link-signing secret: keep it private.
+   * Folder of all state: `disarm.sqlite`, `blobs/`, `secrets/link-signing.key`,
+   * `secrets/token-signing.kek`, `work/`. Created when missing. It holds key hashes, the
+   * link-signing secret and the key that seals the token signing keys: keep it private.
    */
   readonly dataDir: string;
   /**
@@ -78,6 +86,14 @@ export interface EmbeddedDisarmOptions {
   readonly processing?: boolean;
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
+  /**
+   * OAuth 2.0 client credentials, always on: `POST /connect/token` issues ES256 access tokens
+   * (issuer and audience below), `GET /.well-known/jwks.json` publishes their keys, and the
+   * admin API manages clients and signing keys. With `external`, an identity provider's tokens
+   * are accepted too (see {@link OAuthConfig.external} for its security notes).
+   * @default issuer `publicBaseUrl`, audience `<publicBaseUrl>/v1`, no external issuer
+   */
+  readonly oauth?: EmbeddedOAuthOptions;
 }
 
 /**
@@ -202,6 +218,7 @@ export async function createEmbeddedDisarm(
     await rm(workDirectory, { recursive: true, force: true });
     await mkdir(workDirectory, { recursive: true });
     const secret = await loadLinkSecret(dataDir);
+    const tokenSigningKek = await loadTokenSigningKek(dataDir);
 
     const store = createSqliteStore({ path: join(dataDir, 'disarm.sqlite') });
     cleanups.push(() => store.close());
@@ -275,6 +292,7 @@ export async function createEmbeddedDisarm(
           }
         },
         docsAssets: createSwaggerUiAssets(),
+        oauth: { ...options.oauth, keyEncryptionKey: tokenSigningKek },
       },
     );
     const storage = createStorageApi({ store, blobs, signer, clock, storageBaseUrl, logger });

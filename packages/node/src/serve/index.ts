@@ -6,7 +6,11 @@ export {
   hashAdminToken,
   SHUTDOWN_GRACE_MS,
 } from './create-embedded-disarm.ts';
-export type { EmbeddedDisarm, EmbeddedDisarmOptions } from './create-embedded-disarm.ts';
+export type {
+  EmbeddedDisarm,
+  EmbeddedDisarmOptions,
+  EmbeddedOAuthOptions,
+} from './create-embedded-disarm.ts';
 export {
   DEFAULT_API_PORT,
   DEFAULT_HOST,

@@ -1090,6 +1090,88 @@ export function defineConformanceSuite(
       });
     });
 
+    describe('OAuth (client credentials)', () => {
+      const form = (fields: Record<string, string>): RequestInit => ({
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields).toString(),
+      });
+
+      it('issues tokens, publishes its keys, and answers RFC 6749 errors', async () => {
+        const { id } = await client.newOrganisation({ plan: 'internal' });
+        const created = await client.admin('POST', `/v1/admin/organisations/${id}/clients`);
+        expect(created.status).toBe(201);
+        const made = (await created.json()) as { clientId: string; clientSecret: string };
+        const grant = { grant_type: 'client_credentials', client_id: made.clientId };
+        const issued = await client.api(
+          '/connect/token',
+          form({ ...grant, client_secret: made.clientSecret }),
+        );
+        expect(issued.status).toBe(200);
+        const { access_token: token } = (await issued.json()) as { access_token: string };
+        const account = await client.api('/v1/account', {
+          headers: { Authorization: `Bearer ${token}` },
+        });
+        expect(account.status).toBe(200);
+        expect(
+          (await client.api('/connect/token', form({ ...grant, client_secret: 'wrong' }))).status,
+        ).toBe(401);
+        expect(
+          (
+            await client.api(
+              '/connect/token',
+              form({ ...grant, grant_type: 'password', client_secret: made.clientSecret }),
+            )
+          ).status,
+        ).toBe(400);
+        expect((await client.api('/.well-known/jwks.json')).status).toBe(200);
+      });
+
+      it('manages clients and signing keys on the admin API (cdr.admin only)', async () => {
+        const { id, key: apiKey } = await client.newOrganisation({ plan: 'internal' });
+        const clients = `/v1/admin/organisations/${id}/clients`;
+        expect((await client.admin('POST', clients, { scopes: [] })).status).toBe(400);
+        expect((await client.admin('POST', clients, { name: 'x'.repeat(70_000) })).status).toBe(
+          413,
+        );
+        const made = (await (await client.admin('POST', clients, { name: 'ops' })).json()) as {
+          clientId: string;
+        };
+        const one = `${clients}/${made.clientId}`;
+        expect((await client.admin('GET', clients)).status).toBe(200);
+        expect((await client.admin('POST', `${one}/rotate`)).status).toBe(200);
+        expect((await client.admin('DELETE', `${one}/previous-secret`)).status).toBe(200);
+        expect((await client.admin('DELETE', one)).status).toBe(200);
+        expect((await client.admin('POST', `${one}/rotate`)).status).toBe(409);
+        expect((await client.admin('GET', '/v1/admin/signing-keys')).status).toBe(200);
+        expect((await client.admin('POST', '/v1/admin/signing-keys/rotate')).status).toBe(200);
+
+        const missing = `/v1/admin/organisations/${id}/clients/cli_00000000000000000000`;
+        for (const [method, path] of [
+          ['POST', '/v1/admin/organisations/org_missing/clients'],
+          ['GET', '/v1/admin/organisations/org_missing/clients'],
+          ['DELETE', missing],
+          ['POST', `${missing}/rotate`],
+          ['DELETE', `${missing}/previous-secret`],
+        ] as const) {
+          expect((await client.admin(method, path)).status, `${method} ${path}`).toBe(404);
+        }
+        for (const [method, path] of [
+          ['POST', clients],
+          ['GET', clients],
+          ['DELETE', one],
+          ['POST', `${one}/rotate`],
+          ['DELETE', `${one}/previous-secret`],
+          ['GET', '/v1/admin/signing-keys'],
+          ['POST', '/v1/admin/signing-keys/rotate'],
+        ] as const) {
+          expect((await client.api(path, { method })).status, `${method} ${path}`).toBe(401);
+          const withKey = await client.api(path, { method, headers: { 'X-Api-Key': apiKey } });
+          expect(withKey.status, `${method} ${path}`).toBe(403);
+        }
+      });
+    });
+
     describe('contract coverage', () => {
       it('has exercised every documented response except service faults and the accounts issue’s', () => {
         const stalledMissing = new Set(stalled.validator.unexercised());

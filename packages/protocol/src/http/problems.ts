@@ -38,7 +38,9 @@ export type ProblemCode =
   | 'LinkExpired'
   | 'DigestMismatch'
   | 'InternalError'
-  | 'ServiceUnavailable';
+  | 'ServiceUnavailable'
+  | 'OAuthClientNotFound'
+  | 'OAuthClientRevoked';
 
 /** One row of the catalogue. */
 export interface ProblemType {
@@ -234,5 +236,15 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemType>> = {
     status: 503,
     title: 'Service unavailable',
     description: 'The service is shutting down or not ready.',
+  },
+  OAuthClientNotFound: {
+    status: 404,
+    title: 'OAuth client not found',
+    description: 'The organisation has no OAuth client with this id (admin API).',
+  },
+  OAuthClientRevoked: {
+    status: 409,
+    title: 'OAuth client revoked',
+    description: 'The OAuth client is revoked: its secrets cannot be rotated (admin API).',
   },
 };

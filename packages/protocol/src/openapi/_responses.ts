@@ -94,6 +94,24 @@ export const HEADERS = {
     required: false,
     schema: { type: 'string' },
   },
+  pragmaNoCache: {
+    description: 'RFC 6749 5.1: HTTP/1.0 caches must not keep token responses either.',
+    required: true,
+    schema: { type: 'string', enum: ['no-cache'] },
+  },
+  basicChallenge: {
+    description:
+      'RFC 9110 11.6.1: client authentication failed; HTTP Basic (client_secret_basic) is accepted.',
+    required: true,
+    schema: { type: 'string', pattern: '^Basic ' },
+    example: 'Basic realm="disarm", charset="UTF-8"',
+  },
+  publicCache: {
+    description: 'RFC 9111 5.2.2: the key set may be cached for five minutes.',
+    required: true,
+    schema: { type: 'string', pattern: '(?:^|,)\\s*max-age=[0-9]+' },
+    example: 'public, max-age=300',
+  },
   wwwAuthenticate: {
     description:
       'RFC 9110 11.6.1: the schemes accepted (Bearer; X-Api-Key is described in the docs).',
@@ -207,6 +225,14 @@ export const SHARED_RESPONSES = {
     headers: { Allow: HEADERS.allow },
   }),
   NotFound: problemResponse(['NotFound'], { description: 'No such route.' }),
+  // The OAuth client admin routes' refusals (served when the API runs with OAuth).
+  OAuthClientNotFound: problemResponse(['OAuthClientNotFound', 'OrganisationNotFound'], {
+    description:
+      '`OAuthClientNotFound`: the organisation has no client with this id (another organisation’s client is not found either). `OrganisationNotFound`: no such organisation.',
+  }),
+  OAuthClientRevoked: problemResponse(['OAuthClientRevoked'], {
+    description: '`OAuthClientRevoked`: a revoked client’s secret cannot be rotated.',
+  }),
 } as const satisfies Record<string, ResponseObject>;
 
 /** Name of a shared response. */

@@ -561,6 +561,204 @@ const healthStatus: SchemaObject = {
   properties: { status: { type: 'string', enum: ['ok', 'ready', 'not ready'] } },
 };
 
+// ─── OAuth ──────────────────────────────────────────────────────────────────────────────────
+
+const OAUTH_SCOPE_NAMES = ['cdr.api', 'cdr.admin'];
+
+const tokenRequest: SchemaObject = {
+  type: 'object',
+  description:
+    'RFC 6749 4.4.2. Authenticate with `client_id` and `client_secret` here (client_secret_post) or with HTTP Basic (client_secret_basic), not both.',
+  required: ['grant_type'],
+  properties: {
+    grant_type: { type: 'string', enum: ['client_credentials'] },
+    client_id: { type: 'string', description: 'client_secret_post: the client id.' },
+    client_secret: {
+      type: 'string',
+      description: 'client_secret_post: the client secret. Never put it in the URL.',
+    },
+    scope: {
+      type: 'string',
+      description:
+        'Space-separated scopes (`cdr.api`, `cdr.admin`), each held by the client. Default: every scope the client holds.',
+      examples: ['cdr.api'],
+    },
+  },
+};
+
+const tokenResponse: SchemaObject = {
+  type: 'object',
+  description:
+    'RFC 6749 5.1. Cache the token and reuse it until shortly before it expires; do not request one per call.',
+  additionalProperties: false,
+  required: ['access_token', 'token_type', 'expires_in', 'scope'],
+  properties: {
+    access_token: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+      description:
+        'An RFC 9068 JWT access token: ES256, `typ` `at+jwt`, claims `iss`, `aud`, `sub` and `client_id` (the client), `scope`, `org` (its organisation), `iat`, `exp`, `jti`. Verify it with the JWKS at `/.well-known/jwks.json`.',
+    },
+    token_type: { type: 'string', enum: ['Bearer'] },
+    expires_in: { ...int32(1), description: 'Seconds the token is valid: 3600.' },
+    scope: {
+      type: 'string',
+      description: 'The granted scopes, space-separated.',
+      examples: ['cdr.api'],
+    },
+  },
+};
+
+const oauthError: SchemaObject = {
+  type: 'object',
+  description: 'RFC 6749 5.2 error response (not a problem document: OAuth clients expect this).',
+  additionalProperties: false,
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'string',
+      enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope'],
+    },
+    error_description: { type: 'string', pattern: '^[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*$' },
+  },
+};
+
+const jsonWebKeySet: SchemaObject = {
+  type: 'object',
+  description:
+    'RFC 7517 5: the public keys of the active and not yet retired signing keys. A key stays published for the token lifetime plus five minutes after it stops signing.',
+  additionalProperties: false,
+  required: ['keys'],
+  properties: {
+    keys: {
+      type: 'array',
+      items: {
+        type: 'object',
+        description: 'An EC P-256 public key (RFC 7518 6.2.1); never private members.',
+        additionalProperties: false,
+        required: ['kty', 'crv', 'x', 'y', 'kid', 'alg', 'use'],
+        properties: {
+          kty: { type: 'string', enum: ['EC'] },
+          crv: { type: 'string', enum: ['P-256'] },
+          x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+          y: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+          kid: {
+            type: 'string',
+            pattern: '^[A-Za-z0-9_-]{43}$',
+            description: 'The RFC 7638 SHA-256 thumbprint of the key.',
+          },
+          alg: { type: 'string', enum: ['ES256'] },
+          use: { type: 'string', enum: ['sig'] },
+        },
+      },
+    },
+  },
+};
+
+const oauthClientProperties = {
+  clientId: { type: 'string', pattern: '^cli_[0-9a-z]{20}$' },
+  organisationId: { type: 'string', minLength: 1 },
+  name: { type: 'string' },
+  scopes: {
+    type: 'array',
+    minItems: 1,
+    uniqueItems: true,
+    items: { type: 'string', enum: OAUTH_SCOPE_NAMES },
+  },
+  createdAt: dateTime,
+  previousSecretActive: {
+    type: 'boolean',
+    description:
+      'True between a rotation and `DELETE .../previous-secret` (or the next rotation): the previous secret still works.',
+  },
+} as const;
+
+const OAUTH_CLIENT_REQUIRED = [
+  'clientId',
+  'organisationId',
+  'name',
+  'scopes',
+  'createdAt',
+  'revokedAt',
+  'previousSecretActive',
+];
+
+const oauthClient: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: OAUTH_CLIENT_REQUIRED,
+  properties: {
+    ...oauthClientProperties,
+    revokedAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description:
+        'Revocation takes effect at once: the token endpoint refuses the client and its tokens stop working. Revoked clients stay listed.',
+    },
+  },
+};
+
+const oauthClientWithSecret: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  required: [...OAUTH_CLIENT_REQUIRED, 'clientSecret'],
+  properties: {
+    ...oauthClientProperties,
+    revokedAt: { type: 'null', description: 'A client with a new secret is not revoked.' },
+    clientSecret: {
+      type: 'string',
+      pattern: '^dsm_secret_[0-9a-z]{43}$',
+      description: 'The secret, shown exactly once: only its SHA-256 is stored.',
+    },
+  },
+};
+
+const oauthClientCreate: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200, default: 'default' },
+    scopes: {
+      type: 'array',
+      minItems: 1,
+      uniqueItems: true,
+      items: { type: 'string', enum: OAUTH_SCOPE_NAMES },
+      default: ['cdr.api'],
+      description:
+        '`cdr.admin` gives the platform-wide admin API: only for the platform operator’s own clients.',
+    },
+  },
+  examples: [{ name: 'billing-sync', scopes: ['cdr.api'] }],
+};
+
+const signingKey: SchemaObject = {
+  type: 'object',
+  description: 'A signing key of the embedded issuer (never its private half).',
+  additionalProperties: false,
+  required: ['kid', 'algorithm', 'status', 'createdAt', 'activeUntil', 'retiredAt'],
+  properties: {
+    kid: { type: 'string', minLength: 1 },
+    algorithm: { type: 'string', enum: ['ES256', 'RS256', 'EdDSA'] },
+    status: {
+      type: 'string',
+      enum: ['active', 'published', 'retired'],
+      description:
+        '`active`: signs new tokens; `published`: only verifies tokens it signed; `retired`: out of the JWKS.',
+    },
+    createdAt: dateTime,
+    activeUntil: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'When it stopped signing.',
+    },
+    retiredAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'When it left the JWKS.',
+    },
+  },
+};
+
 /** Every component schema by name. */
 export const SCHEMAS = {
   Document: documentEnvelope,
@@ -584,6 +782,14 @@ export const SCHEMAS = {
   ClockAdvance: clockAdvance,
   ClockNow: clockNow,
   HealthStatus: healthStatus,
+  TokenRequest: tokenRequest,
+  TokenResponse: tokenResponse,
+  OAuthError: oauthError,
+  JsonWebKeySet: jsonWebKeySet,
+  OAuthClient: oauthClient,
+  OAuthClientWithSecret: oauthClientWithSecret,
+  OAuthClientCreate: oauthClientCreate,
+  SigningKey: signingKey,
 } as const satisfies Record<string, SchemaObject>;
 
 /** Name of a component schema. */

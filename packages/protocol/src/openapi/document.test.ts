@@ -568,3 +568,121 @@ describe('createOpenApiDocument', () => {
     expect(withSlash.servers[0]?.url).toBe(BASE);
   });
 });
+
+describe('createOpenApiDocument with oauth', () => {
+  const withOAuth = createOpenApiDocument({ publicBaseUrl: BASE, testMode: true, oauth: true });
+  const oauthJson = JSON.parse(JSON.stringify(withOAuth)) as Record<string, unknown>;
+  const OAUTH_ROUTES = [
+    'POST /connect/token',
+    'GET /.well-known/jwks.json',
+    'POST /v1/admin/organisations/{organisationId}/clients',
+    'GET /v1/admin/organisations/{organisationId}/clients',
+    'DELETE /v1/admin/organisations/{organisationId}/clients/{clientId}',
+    'POST /v1/admin/organisations/{organisationId}/clients/{clientId}/rotate',
+    'DELETE /v1/admin/organisations/{organisationId}/clients/{clientId}/previous-secret',
+    'GET /v1/admin/signing-keys',
+    'POST /v1/admin/signing-keys/rotate',
+  ];
+  const routesOf = (doc: OpenApiDocument): string[] =>
+    operations(doc).map(({ method, template }) => `${method.toUpperCase()} ${template}`);
+
+  it('describes the OAuth routes only when asked, leaving the rest as it was', () => {
+    expect(routesOf(withOAuth)).toEqual(expect.arrayContaining(OAUTH_ROUTES));
+    for (const route of OAUTH_ROUTES) expect(routesOf(document)).not.toContain(route);
+    expect(routesOf(withOAuth).filter((route) => !OAUTH_ROUTES.includes(route))).toEqual(
+      routesOf(document),
+    );
+    expect(withOAuth.components.securitySchemes.clientSecretBasic).toMatchObject({
+      type: 'http',
+      scheme: 'basic',
+    });
+    expect(document.components.securitySchemes.clientSecretBasic).toBeUndefined();
+  });
+
+  it('is structurally valid OpenAPI 3.1 and resolves every $ref', async () => {
+    const validate = newAjv().compile(OAS31_STRUCTURE);
+    expect(validate(oauthJson), JSON.stringify(validate.errors, null, 2)).toBe(true);
+    for (const [pointer, value] of walk(oauthJson)) {
+      if (isRecord(value) && typeof value.$ref === 'string') {
+        expect(resolvePointer(oauthJson, value.$ref), `${pointer} -> ${value.$ref}`).toBeDefined();
+      }
+    }
+    const dereferenced = (await $RefParser.dereference(structuredClone(oauthJson) as JSONSchema, {
+      resolve: { external: false },
+    })) as unknown;
+    const ajv = newAjv();
+    ajv.addVocabulary(['example']);
+    let examples = 0;
+    for (const [pointer, value] of walk(dereferenced)) {
+      if (!isRecord(value) || !isRecord(value.schema) || pointer.includes('/properties/')) continue;
+      const check = ajv.compile(value.schema);
+      for (const [name, example] of Object.entries(
+        isRecord(value.examples) ? value.examples : {},
+      )) {
+        examples += 1;
+        const ok = check(isRecord(example) ? example.value : undefined);
+        expect(ok, `${pointer}/examples/${name}: ${JSON.stringify(check.errors)}`).toBe(true);
+      }
+    }
+    expect(examples).toBeGreaterThan(6);
+  });
+
+  it('keeps operationIds unique, declares path parameters, 401 exactly where a credential is asked', () => {
+    const ids = operations(withOAuth).map(({ operation }) => operation.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const { method, template, operation, item } of operations(withOAuth)) {
+      const route = `${method} ${template}`;
+      const inTemplate = [...template.matchAll(/\{([^}]+)\}/g)].map((found) => found[1]).sort();
+      const declared = [...(item.parameters ?? []), ...(operation.parameters ?? [])]
+        .map((parameter) =>
+          '$ref' in parameter ? resolvePointer(oauthJson, parameter.$ref) : parameter,
+        )
+        .filter((parameter): parameter is Json => isRecord(parameter) && parameter.in === 'path')
+        .map((parameter) => parameter.name)
+        .sort();
+      expect(declared, route).toEqual(inTemplate);
+      const security = operation.security ?? withOAuth.security;
+      expect(security.length > 0, route).toBe(operation.responses['401'] !== undefined);
+      expect(operation.responses['500'], route).toBeDefined();
+      if (template.startsWith('/v1/admin/')) {
+        expect(operation.security, route).toEqual([
+          { bearer: ['cdr.admin'] },
+          { oauth2: ['cdr.admin'] },
+        ]);
+      }
+    }
+    expect(withOAuth.paths['/.well-known/jwks.json']?.get?.security).toEqual([]);
+    // Basic, or the credentials in the form (the empty requirement).
+    expect(withOAuth.paths['/connect/token']?.post?.security).toEqual([
+      { clientSecretBasic: [] },
+      {},
+    ]);
+  });
+
+  it('names the OAuth client problem codes with the statuses of their catalogue rows', () => {
+    const responses = withOAuth.components.responses;
+    expect(responses.OAuthClientNotFound?.['x-problem-codes']).toEqual([
+      'OAuthClientNotFound',
+      'OrganisationNotFound',
+    ]);
+    expect(PROBLEMS.OAuthClientNotFound.status).toBe(404);
+    expect(PROBLEMS.OAuthClientRevoked.status).toBe(409);
+    const rotate =
+      withOAuth.paths['/v1/admin/organisations/{organisationId}/clients/{clientId}/rotate']?.post;
+    expect(rotate?.responses['404']).toEqual({
+      $ref: '#/components/responses/OAuthClientNotFound',
+    });
+    expect(rotate?.responses['409']).toEqual({ $ref: '#/components/responses/OAuthClientRevoked' });
+  });
+
+  it('still takes extraPaths beside the OAuth routes, refusing one it already describes', () => {
+    expect(() =>
+      createOpenApiDocument({
+        publicBaseUrl: BASE,
+        testMode: false,
+        oauth: true,
+        extraPaths: { '/connect/token': { get: withOAuth.paths['/healthz']!.get! } },
+      }),
+    ).toThrow(TypeError);
+  });
+});

@@ -11,6 +11,7 @@ import {
   SHARED_RESPONSES,
   USAGE_HEADERS,
 } from './_responses.ts';
+import { CLIENT_SECRET_BASIC_SCHEME, OAUTH_TAG, oauthPaths } from './_oauth-paths.ts';
 import { schemaRef, SCHEMAS } from './_schemas.ts';
 import { DOCS_ASSET_TYPES, DOCS_ASSETS_PATH, DOCS_PATH, PROBLEMS_PATH } from './docs-page.ts';
 import type {
@@ -47,6 +48,13 @@ export interface OpenApiDocumentOptions {
    * @default true
    */
   readonly requireRateLimitHeaders?: boolean;
+  /**
+   * Describe the OAuth routes the API serves when it runs with `oauth` configured: `POST
+   * /connect/token`, `GET /.well-known/jwks.json`, the OAuth client admin routes and the
+   * signing-key admin routes (and the `clientSecretBasic` security scheme).
+   * @default false
+   */
+  readonly oauth?: boolean;
 }
 
 /** Problem codes that only the storage origin (signed upload and download links) answers with. */
@@ -81,7 +89,8 @@ const TAGS = [
   },
   {
     name: 'Admin',
-    description: 'Organisations and API keys (scope `cdr.admin`; API keys never work here).',
+    description:
+      'Organisations, API keys, OAuth clients and token signing keys (scope `cdr.admin`; API keys never work here).',
   },
   {
     name: 'Meta',
@@ -918,10 +927,12 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): OpenApiD
   } catch {
     throw new TypeError(`publicBaseUrl must be an absolute URL, got ${options.publicBaseUrl}`);
   }
+  const oauth = options.oauth === true;
   const paths: Record<string, PathItemObject> = {
     ...documentPaths(base, options.requireRateLimitHeaders ?? true),
     ...adminPaths(options.testMode),
     ...metaPaths(),
+    ...(oauth ? oauthPaths() : {}),
   };
   for (const [path, item] of Object.entries(options.extraPaths ?? {})) {
     if (Object.hasOwn(paths, path)) throw new TypeError(`extraPaths: ${path} is already described`);
@@ -940,7 +951,7 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): OpenApiD
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: base }],
-    tags: TAGS,
+    tags: oauth ? [...TAGS, OAUTH_TAG] : TAGS,
     security: DOCUMENT_API_SECURITY,
     paths: withMethodNotAllowed(paths),
     components: {
@@ -948,6 +959,7 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): OpenApiD
       responses: SHARED_RESPONSES,
       parameters: PARAMETERS,
       securitySchemes: {
+        ...(oauth ? { clientSecretBasic: CLIENT_SECRET_BASIC_SCHEME } : {}),
         bearer: {
           type: 'http',
           scheme: 'bearer',
@@ -970,7 +982,7 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): OpenApiD
               tokenUrl: `${base}/connect/token`,
               scopes: {
                 'cdr.api': 'The document API: submit, poll, download, uploads, account.',
-                'cdr.admin': 'The admin API: organisations and API keys.',
+                'cdr.admin': 'The admin API: organisations, API keys, OAuth clients, signing keys.',
               },
             },
           },

@@ -123,7 +123,7 @@ export type SecuritySchemeObject =
     }
   | {
       readonly type: 'http';
-      readonly scheme: 'bearer';
+      readonly scheme: 'bearer' | 'basic';
       readonly bearerFormat?: string;
       readonly description: string;
     }

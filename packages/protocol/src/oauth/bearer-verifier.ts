@@ -1,0 +1,236 @@
+import { createRemoteJWKSet, decodeJwt, errors, jwtVerify } from 'jose';
+import type { JWTPayload, JWTVerifyGetKey } from 'jose';
+
+import type { BearerVerifier, Principal } from '../auth/principal.ts';
+import type { Logger } from '../config.ts';
+import type { Clock, StateStore } from '../ports.ts';
+import {
+  ACCESS_TOKEN_LIFETIME_SECONDS,
+  ACCESS_TOKEN_TYPE,
+  CLOCK_SKEW_SECONDS,
+  normaliseType,
+  OAUTH_SCOPES,
+  SIGNING_ALGORITHM,
+} from './config.ts';
+import type { ExternalIssuerSettings } from './config.ts';
+import type { SigningKeyManager } from './signing-keys.ts';
+
+/** Longest bearer value looked at; real access tokens are well under 2 KB. */
+export const MAX_ACCESS_TOKEN_CHARS = 8192;
+/** Most scope tokens read from one access token. */
+const MAX_TOKEN_SCOPES = 64;
+/** Longest organisation id accepted from a claim. */
+const MAX_ORGANISATION_ID_CHARS = 200;
+/** External JWKS: cached ten minutes, refetched at most every 30 s on an unknown `kid`. */
+const EXTERNAL_JWKS_CACHE_MS = 10 * 60_000;
+const EXTERNAL_JWKS_COOLDOWN_MS = 30_000;
+const EXTERNAL_JWKS_TIMEOUT_MS = 5_000;
+
+/** A logger that may also take debug lines (pino has them; the API's port need not). */
+export type VerifierLogger = Logger & {
+  debug?(object: Record<string, unknown>, message?: string): void;
+};
+
+/** Options of {@link createBearerVerifier}. */
+export interface BearerVerifierOptions {
+  readonly store: StateStore;
+  /** Time of every `exp`/`nbf`/`iat` check (the manual clock in test mode). */
+  readonly clock: Clock;
+  /** The embedded issuer's keys. */
+  readonly signingKeys: SigningKeyManager;
+  /** `iss` of our tokens, compared exactly. */
+  readonly issuer: string;
+  /** `aud` our tokens must carry. */
+  readonly audience: string;
+  /** An external issuer whose tokens are accepted too. */
+  readonly external?: ExternalIssuerSettings;
+  /**
+   * Test seam: how the external issuer's keys are found. @default `createRemoteJWKSet` over
+   * `external.jwksUrl`
+   */
+  readonly externalKeys?: JWTVerifyGetKey;
+  /** Refusals are logged at debug (reason only, never the token). */
+  readonly logger?: VerifierLogger;
+}
+
+/** Why a token was refused, for the debug log. */
+class Refusal extends Error {
+  override readonly name = 'Refusal';
+}
+
+function refuse(reason: string): never {
+  throw new Refusal(reason);
+}
+
+function parseScopes(value: unknown): string[] {
+  const items =
+    typeof value === 'string'
+      ? value.split(' ')
+      : Array.isArray(value)
+        ? value.filter((item): item is string => typeof item === 'string')
+        : refuse('no scope claim');
+  return items.filter((item) => item !== '').slice(0, MAX_TOKEN_SCOPES);
+}
+
+function stringClaim(payload: JWTPayload, name: string): string {
+  const value = payload[name];
+  if (typeof value !== 'string' || value === '') refuse(`no ${name} claim`);
+  return value;
+}
+
+/**
+ * The bearer verifier of the API's OAuth tokens: an access token of the embedded issuer, or of
+ * the configured external issuer, becomes the {@link Principal} it stands for; anything else is
+ * `undefined` (a 401). It never throws.
+ *
+ * Our tokens: signature against our published keys, `alg` pinned to ES256, `typ` `at+jwt`,
+ * `iss` and `aud` exact, `exp`/`iat` within one hour and {@link CLOCK_SKEW_SECONDS} on `clock`,
+ * and the client still existing, unrevoked and in the token's organisation (revocation is
+ * effective at once). Scopes are those of the token the client still holds.
+ *
+ * External tokens: see {@link ExternalIssuerConfig}.
+ *
+ * @example
+ * ```ts
+ * const verifyBearer = createBearerVerifier({ store, clock, signingKeys, issuer, audience });
+ * createDisarmApi(ports, config, { verifyBearer });
+ * ```
+ */
+export function createBearerVerifier(options: BearerVerifierOptions): BearerVerifier {
+  const { store, clock, signingKeys, issuer, audience, external, logger } = options;
+  const externalKeys =
+    external === undefined
+      ? undefined
+      : (options.externalKeys ??
+        createRemoteJWKSet(external.jwksUrl, {
+          cacheMaxAge: EXTERNAL_JWKS_CACHE_MS,
+          cooldownDuration: EXTERNAL_JWKS_COOLDOWN_MS,
+          timeoutDuration: EXTERNAL_JWKS_TIMEOUT_MS,
+        }));
+
+  const ownKey: JWTVerifyGetKey = async (header) => {
+    if (typeof header.kid !== 'string') refuse('no kid');
+    const key = await signingKeys.verificationKey(header.kid);
+    if (key === undefined) throw new errors.JWKSNoMatchingKey();
+    return key;
+  };
+
+  async function verifyOwn(token: string): Promise<Principal> {
+    const { payload } = await jwtVerify(token, ownKey, {
+      algorithms: [SIGNING_ALGORITHM],
+      issuer,
+      audience,
+      typ: ACCESS_TOKEN_TYPE,
+      currentDate: clock.now(),
+      clockTolerance: CLOCK_SKEW_SECONDS,
+      // Also refuses an `iat` in the future.
+      maxTokenAge: ACCESS_TOKEN_LIFETIME_SECONDS,
+      requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id', 'scope', 'org'],
+    });
+    const clientId = stringClaim(payload, 'client_id');
+    const organisationId = stringClaim(payload, 'org');
+    if (payload.sub !== clientId) refuse('sub is not the client');
+    const client = await store.getOAuthClient(clientId);
+    if (client === undefined) refuse('unknown client');
+    if (client.revokedAt !== null) refuse('revoked client');
+    if (client.organisationId !== organisationId) refuse('client of another organisation');
+    const held = new Set(client.scopes);
+    return {
+      organisationId,
+      scopes: new Set(parseScopes(payload.scope).filter((scope) => held.has(scope))),
+      credential: 'oauth_token',
+      credentialId: client.id,
+    };
+  }
+
+  async function verifyExternal(
+    token: string,
+    settings: ExternalIssuerSettings,
+    keys: JWTVerifyGetKey,
+  ): Promise<Principal> {
+    const now = clock.now();
+    const { payload, protectedHeader } = await jwtVerify(token, keys, {
+      algorithms: [...settings.algorithms],
+      issuer: settings.issuer,
+      audience: settings.audience,
+      currentDate: now,
+      clockTolerance: CLOCK_SKEW_SECONDS,
+      requiredClaims: ['exp'],
+    });
+    // RFC 8725 3.11: explicit typing, checked where the issuer sets it.
+    if (
+      protectedHeader.typ !== undefined &&
+      !settings.acceptedTypes.has(normaliseType(protectedHeader.typ))
+    ) {
+      refuse('typ not accepted');
+    }
+    if (payload.iat !== undefined && payload.iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) {
+      refuse('iat in the future');
+    }
+    const organisationId = payload[settings.organisationClaim];
+    if (
+      typeof organisationId !== 'string' ||
+      organisationId === '' ||
+      organisationId.length > MAX_ORGANISATION_ID_CHARS
+    ) {
+      refuse('no organisation claim');
+    }
+    if ((await store.getOrganisation(organisationId, now)) === undefined) {
+      refuse('unknown organisation');
+    }
+    // No scope claim at all is a valid token with no scope: the routes answer 403, not 401.
+    const claimed = payload.scope ?? payload.scp;
+    const scopes = (claimed === undefined ? [] : parseScopes(claimed)).filter((scope) =>
+      settings.scopes.has(scope),
+    );
+    const who = payload.client_id ?? payload.azp ?? payload.sub;
+    return {
+      organisationId,
+      scopes: new Set(scopes.filter((scope) => OAUTH_SCOPES.includes(scope))),
+      credential: 'oauth_token',
+      credentialId: typeof who === 'string' ? who.slice(0, MAX_ORGANISATION_ID_CHARS) : 'external',
+    };
+  }
+
+  return async (token) => {
+    let claimedIssuer: unknown;
+    try {
+      if (token.length > MAX_ACCESS_TOKEN_CHARS) refuse('token too long');
+      // The unverified `iss` only chooses whose keys and rules apply; nothing else is trusted.
+      claimedIssuer = decodeJwt(token).iss;
+      if (claimedIssuer === issuer) return await verifyOwn(token);
+      if (
+        external !== undefined &&
+        externalKeys !== undefined &&
+        claimedIssuer === external.issuer
+      ) {
+        return await verifyExternal(token, external, externalKeys);
+      }
+      refuse('unknown issuer');
+    } catch (error) {
+      const reason =
+        error instanceof Refusal
+          ? error.message
+          : error instanceof errors.JOSEError
+            ? error.code
+            : 'verification failed';
+      logger?.debug?.(
+        {
+          reason,
+          issuer:
+            claimedIssuer === issuer
+              ? 'embedded'
+              : claimedIssuer === external?.issuer
+                ? 'external'
+                : 'other',
+        },
+        'bearer token refused',
+      );
+      if (!(error instanceof Refusal) && !(error instanceof errors.JOSEError)) {
+        // A fault (the store, the JWKS fetch): worth more than a debug line.
+        logger?.warn({ err: error }, 'bearer token verification failed');
+      }
+      return undefined;
+    }
+  };
+}

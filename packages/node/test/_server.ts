@@ -98,6 +98,7 @@ export interface TestServer {
 export function runDisarm(
   args: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
+  cwd?: string,
 ): Promise<CliRun> {
   const child = spawn(
     process.execPath,
@@ -105,6 +106,7 @@ export function runDisarm(
     {
       stdio: ['ignore', 'pipe', 'pipe'],
       env,
+      ...(cwd === undefined ? {} : { cwd }),
     },
   );
   let stdout = '';

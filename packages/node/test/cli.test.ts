@@ -1,8 +1,5 @@
-import { spawn } from 'node:child_process';
 import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { FINDING_KINDS } from '@disarm/core';
 import sharp from 'sharp';
@@ -16,33 +13,12 @@ import {
   writeTree,
   zipOf,
 } from './_fixtures.ts';
-
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-
-interface CliRun {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+import { runDisarm } from './_server.ts';
+import type { CliRun } from './_server.ts';
 
 /** Runs the real CLI from source in `cwd`, as a user would from a shell. */
 function disarm(cwd: string, ...args: string[]): Promise<CliRun> {
-  const child = spawn(
-    process.execPath,
-    ['--import', TSX, '--conditions=@disarm/source', CLI, ...args],
-    { cwd, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runDisarm(args, process.env, cwd);
 }
 
 /** Every stdout line as JSON, keyed by input path. */

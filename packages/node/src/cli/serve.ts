@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 
+import { EXTERNAL_ALGORITHMS } from '@disarm/protocol/oauth';
 import type { ExternalAlgorithm } from '@disarm/protocol/oauth';
 import { InvalidArgumentError, Option } from 'commander';
 import type { Command } from 'commander';
@@ -29,20 +30,6 @@ export const TEST_MODE_ENV = 'DISARM_TEST_MODE';
 /** Shortest admin token accepted: a guessable token would open the admin routes. */
 const MIN_ADMIN_TOKEN_CHARS = 24;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-/** Asymmetric algorithms an external issuer may be pinned to (never `none` or HS*). */
-const EXTERNAL_ALGORITHMS: readonly ExternalAlgorithm[] = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-  'Ed25519',
-];
 
 /** IPC message a parent sends a `--test-mode` server to move its clock. */
 export interface AdvanceClockMessage {

@@ -1,5 +1,6 @@
 import type { RouteDefinition, RouteOptions } from '../api.ts';
 import { SCOPE_ADMIN, SCOPE_API } from '../auth/principal.ts';
+import { assertAdmin } from './routes.ts';
 import { newId } from '../domain/ids.ts';
 import type { Organisation } from '../domain/types.ts';
 import type { Handler, RequestContext } from '../http/context.ts';
@@ -15,15 +16,6 @@ import type { OAuthClientRecord } from '../ports.ts';
 const MAX_NAME_CHARS = 200;
 /** Name of a client created without one. */
 const DEFAULT_CLIENT_NAME = 'default';
-
-/** Only a caller with scope `cdr.admin` gets past; API keys never carry it. */
-function assertAdmin(context: RequestContext): void {
-  if (!context.principal?.scopes.has(SCOPE_ADMIN)) {
-    throw new ProblemError('Forbidden', {
-      detail: `Admin routes need scope ${SCOPE_ADMIN}; API keys never work here.`,
-    });
-  }
-}
 
 /** The admin view of an OAuth client: never a secret or its hash. */
 export function toClientView(record: OAuthClientRecord): Record<string, unknown> {

@@ -23,7 +23,7 @@ const TERM_FIELDS = [
 ] as const;
 
 /** Only a caller with scope `cdr.admin` gets past; API keys never carry it. */
-function assertAdmin(context: RequestContext): void {
+export function assertAdmin(context: RequestContext): void {
   if (!context.principal?.scopes.has(SCOPE_ADMIN)) {
     throw new ProblemError('Forbidden', {
       detail: `Admin routes need scope ${SCOPE_ADMIN}; API keys never work here.`,

@@ -1,3 +1,5 @@
+import { BodyNotUtf8Error, BodyTooLargeError, readBodyText } from '../http/read-body.ts';
+
 /** Largest token request body read (a form of a handful of short fields). */
 export const MAX_TOKEN_REQUEST_BYTES = 8 * 1024;
 /** Most form fields read from one token request. */
@@ -25,34 +27,13 @@ export async function readTokenForm(request: Request): Promise<Map<string, strin
   if (mediaType !== 'application/x-www-form-urlencoded') {
     throw new InvalidRequest('The body must be application/x-www-form-urlencoded.');
   }
-  const declared = Number(request.headers.get('Content-Length') ?? '0');
-  if (declared > MAX_TOKEN_REQUEST_BYTES) throw new InvalidRequest('The body is too large.');
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > MAX_TOKEN_REQUEST_BYTES) {
-        await reader.cancel();
-        throw new InvalidRequest('The body is too large.');
-      }
-      chunks.push(value);
-    }
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    throw new InvalidRequest('The body is not valid UTF-8.');
+    text = await readBodyText(request, MAX_TOKEN_REQUEST_BYTES);
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) throw new InvalidRequest('The body is too large.');
+    if (error instanceof BodyNotUtf8Error) throw new InvalidRequest('The body is not valid UTF-8.');
+    throw error;
   }
   const fields = new Map<string, string>();
   let count = 0;

@@ -37,7 +37,8 @@ export type ExternalAlgorithm =
   | 'EdDSA'
   | 'Ed25519';
 
-const EXTERNAL_ALGORITHMS: readonly ExternalAlgorithm[] = [
+/** Asymmetric algorithms an external issuer may be pinned to (never `none` or HS*). */
+export const EXTERNAL_ALGORITHMS: readonly ExternalAlgorithm[] = [
   'RS256',
   'RS384',
   'RS512',

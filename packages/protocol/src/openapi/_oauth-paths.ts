@@ -1,4 +1,4 @@
-import { HEADERS, jsonResponse, problemResponse, responseRef } from './_responses.ts';
+import { HEADERS, jsonResponse, listResponse, problemResponse, responseRef } from './_responses.ts';
 import { schemaRef } from './_schemas.ts';
 import type {
   HeaderObject,
@@ -72,26 +72,6 @@ function adminErrors(): Record<string, ResponseObject | ReferenceObject> {
     '500': responseRef('InternalError'),
     '503': responseRef('ServiceUnavailable'),
   };
-}
-
-function listResponse(description: string, member: string, item: 'OAuthClient' | 'SigningKey') {
-  return {
-    description,
-    headers: { 'Cache-Control': { ...HEADERS.noStore, required: false }, Vary: HEADERS.vary },
-    content: Object.fromEntries(
-      ['application/json', 'text/json', 'text/plain'].map((mediaType) => [
-        mediaType,
-        {
-          schema: {
-            type: 'object',
-            additionalProperties: false,
-            required: [member],
-            properties: { [member]: { type: 'array', items: schemaRef(item) } },
-          },
-        },
-      ]),
-    ),
-  } satisfies ResponseObject;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { JSON_MEDIA_TYPES } from '../http/negotiation.ts';
 import { PROBLEMS } from '../http/problems.ts';
 import type { ProblemCode } from '../http/problems.ts';
 import { schemaRef } from './_schemas.ts';
@@ -8,10 +9,8 @@ import type {
   MediaTypeObject,
   ReferenceObject,
   ResponseObject,
+  SchemaObject,
 } from './types.ts';
-
-/** The media types a successful JSON body is offered as (the spec's content negotiation). */
-export const JSON_MEDIA_TYPES = ['application/json', 'text/json', 'text/plain'] as const;
 
 /** RFC 9457. */
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
@@ -180,6 +179,25 @@ export function jsonResponse(options: {
     description: options.description,
     headers: { 'Cache-Control': optional(HEADERS.noStore), Vary: HEADERS.vary, ...options.headers },
     content: jsonContent(options.schema, options.examples),
+  };
+}
+
+/** A successful JSON response holding one array member, e.g. `{ "keys": [ApiKey] }`. */
+export function listResponse(
+  description: string,
+  member: string,
+  item: SchemaName,
+): ResponseObject {
+  const schema: SchemaObject = {
+    type: 'object',
+    additionalProperties: false,
+    required: [member],
+    properties: { [member]: { type: 'array', items: schemaRef(item) } },
+  };
+  return {
+    description,
+    headers: { 'Cache-Control': optional(HEADERS.noStore), Vary: HEADERS.vary },
+    content: Object.fromEntries(JSON_MEDIA_TYPES.map((mediaType) => [mediaType, { schema }])),
   };
 }
 

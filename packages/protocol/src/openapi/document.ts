@@ -4,6 +4,7 @@ import { problemTypeUrl } from '../http/problem-response.ts';
 import {
   HEADERS,
   jsonResponse,
+  listResponse,
   problemResponse,
   PROBLEM_MEDIA_TYPE,
   rateLimitHeaders,
@@ -598,28 +599,7 @@ function adminPaths(testMode: boolean): Record<string, PathItemObject> {
         operationId: 'listOrganisations',
         summary: 'List organisations',
         responses: {
-          '200': {
-            description: 'Every organisation.',
-            headers: {
-              'Cache-Control': { ...HEADERS.noStore, required: false },
-              Vary: HEADERS.vary,
-            },
-            content: Object.fromEntries(
-              ['application/json', 'text/json', 'text/plain'].map((mediaType) => [
-                mediaType,
-                {
-                  schema: {
-                    type: 'object',
-                    additionalProperties: false,
-                    required: ['organisations'],
-                    properties: {
-                      organisations: { type: 'array', items: schemaRef('AdminOrganisation') },
-                    },
-                  },
-                },
-              ]),
-            ),
-          },
+          '200': listResponse('Every organisation.', 'organisations', 'AdminOrganisation'),
           ...adminErrors(),
         },
       }),
@@ -670,26 +650,7 @@ function adminPaths(testMode: boolean): Record<string, PathItemObject> {
         summary: 'List API keys',
         description: 'Revoked keys stay listed (with `revokedAt`).',
         responses: {
-          '200': {
-            description: 'The organisation’s keys (never the secrets).',
-            headers: {
-              'Cache-Control': { ...HEADERS.noStore, required: false },
-              Vary: HEADERS.vary,
-            },
-            content: Object.fromEntries(
-              ['application/json', 'text/json', 'text/plain'].map((mediaType) => [
-                mediaType,
-                {
-                  schema: {
-                    type: 'object',
-                    additionalProperties: false,
-                    required: ['keys'],
-                    properties: { keys: { type: 'array', items: schemaRef('ApiKey') } },
-                  },
-                },
-              ]),
-            ),
-          },
+          '200': listResponse('The organisation’s keys (never the secrets).', 'keys', 'ApiKey'),
           '404': organisationNotFound,
           ...adminErrors(),
         },

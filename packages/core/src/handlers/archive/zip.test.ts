@@ -180,7 +180,7 @@ describe('zip rebuild', () => {
       // A ZipCrypto member starts with its 12-byte encryption header (APPNOTE 6.1.3).
       {
         name: 'secret.png',
-        data: 'xxxxxxxxxxxxxxxxxxxxxx',
+        data: 'encrypted-header+data.',
         declaredUncompressedSize: 10,
         ...fields,
       },

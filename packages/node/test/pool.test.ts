@@ -232,6 +232,9 @@ describe('a worker that misbehaves', () => {
   });
 });
 
+/** Workers compile the engine (tsx) and load sharp; on a busy machine that takes seconds. */
+const WORKER_START_WAIT = { timeout: 60_000, interval: 20 };
+
 describe('aborting a job', () => {
   it('ends a queued job at once and a running one through the worker or by killing it', async () => {
     const pool = createWorkerPool({
@@ -251,7 +254,7 @@ describe('aborting a job', () => {
     const queuedResult = pool.run({ inputPath: png, fileName: 'photo.png', signal: queued.signal });
     await vi.waitFor(() => {
       expect(pool.stats()).toMatchObject({ busy: 1, queued: 1 });
-    });
+    }, WORKER_START_WAIT);
     const pid = pool.stats().pids[0];
     queued.abort();
     expect(await queuedResult).toEqual({
@@ -272,7 +275,7 @@ describe('aborting a job', () => {
     const hangResult = pool.run({ inputPath: png, fileName: 'hang.png', signal: hang.signal });
     await vi.waitFor(() => {
       expect(pool.stats().busy).toBe(1);
-    });
+    }, WORKER_START_WAIT);
     hang.abort();
     expect(await hangResult).toEqual({
       status: 'failed',
@@ -310,7 +313,7 @@ describe('close()', () => {
     const queued = pool.run({ inputPath: png, fileName: 'photo.png' });
     await vi.waitFor(() => {
       expect(pool.stats().busy).toBe(1);
-    });
+    }, WORKER_START_WAIT);
     await closeAndCheck(pool, { force: true });
     expect(await running).toMatchObject({ status: 'failed', reason: 'internal_error' });
     expect(await queued).toMatchObject({ status: 'failed', reason: 'internal_error' });
@@ -342,6 +345,6 @@ console.log(result.status, pool.stats().pids.join(','));
     // The worker outlived its parent, so init reaps it, maybe late: a zombie is not running.
     await vi.waitFor(() => {
       expect(isRunning(Number(pid))).toBe(false);
-    });
+    }, WORKER_START_WAIT);
   });
 });

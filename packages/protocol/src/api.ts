@@ -35,6 +35,12 @@ import { createOAuth } from './oauth/create-oauth.ts';
 /** The v1 API as a WHATWG fetch handler: mount it on any runtime or framework. */
 export interface DisarmApi {
   fetch(request: Request): Promise<Response>;
+  /**
+   * Shutting down: requests held open in sync mode answer at once with their current envelope
+   * (202), so they are not cut off when the listener closes. Call it before draining
+   * connections. Idempotent.
+   */
+  close(): void;
 }
 
 /** How a route is reached. */
@@ -136,6 +142,7 @@ export function createDisarmApi(
   extensions: DisarmApiExtensions = {},
 ): DisarmApi {
   const settings = resolveSettings(config);
+  const closing = new AbortController();
   const api: ApiContext = {
     store: ports.store,
     blobs: ports.blobs,
@@ -144,6 +151,7 @@ export function createDisarmApi(
     random: ports.random ?? cryptoRandom,
     logger: ports.logger ?? NO_LOGGER,
     settings,
+    closing: closing.signal,
   };
   // OAuth (config.oauth): the token endpoint, the JWKS, client and signing-key admin routes, and
   // the verifier of access tokens (ours and an external issuer's).
@@ -250,6 +258,9 @@ export function createDisarmApi(
   }
 
   return {
+    close() {
+      closing.abort();
+    },
     async fetch(request) {
       let url: URL;
       try {

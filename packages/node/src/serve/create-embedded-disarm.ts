@@ -29,6 +29,8 @@ export const DEFAULT_SYNC_WAIT_SECONDS = 45;
 export const DEFAULT_GRACE_SECONDS = 300;
 /** How long shutdown lets requests and documents in flight finish. */
 export const SHUTDOWN_GRACE_MS = 20_000;
+/** Documents in flight may finish for this long at shutdown, inside the listeners' grace. */
+const DISPATCHER_STOP_MS = SHUTDOWN_GRACE_MS - 5_000;
 
 /**
  * OAuth of the embedded service: {@link OAuthConfig} without the key-encryption key, which is
@@ -304,9 +306,13 @@ export async function createEmbeddedDisarm(
         await sweeper.stop().catch((error: unknown) => {
           logger.error({ err: error }, 'shutdown step failed');
         });
-        await dispatcher.stop({ timeoutMs: SHUTDOWN_GRACE_MS }).catch((error: unknown) => {
+        // Documents in flight get most of the grace, so their sync waiters still see them end
+        // before the listeners cut connections.
+        await dispatcher.stop({ timeoutMs: DISPATCHER_STOP_MS }).catch((error: unknown) => {
           logger.error({ err: error }, 'shutdown step failed');
         });
+        // Whatever is still held open in sync mode answers now (202): nothing more will finish.
+        api.close();
       })();
       return stopped;
     };

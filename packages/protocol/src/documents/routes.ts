@@ -208,7 +208,12 @@ async function waitForTerminal(
     const remaining = deadline - Date.now();
     if (remaining <= 0 || clientGone.aborted) break;
     // Woken by the finish event; also re-read every second in case a notification was missed.
-    const stop = AbortSignal.any([clientGone, AbortSignal.timeout(Math.min(remaining, 1000))]);
+    if (api.closing.aborted) break;
+    const stop = AbortSignal.any([
+      clientGone,
+      api.closing,
+      AbortSignal.timeout(Math.min(remaining, 1000)),
+    ]);
     await api.events.waitForFinish(current.id, stop).catch(() => undefined);
     current = (await api.store.getDocument(current.organisationId, current.id)) ?? current;
   }

@@ -25,6 +25,8 @@ export interface ApiContext {
   readonly random: Random;
   readonly logger: Logger;
   readonly settings: ApiSettings;
+  /** Aborts when the API is shutting down (sync waits then answer at once). */
+  readonly closing: AbortSignal;
 }
 
 /** One request on its way through the pipeline. */

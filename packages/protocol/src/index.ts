@@ -29,6 +29,7 @@ export type {
   IdempotencyRecord,
   NewDocument,
   NewOrganisation,
+  OAuthClientChange,
   OAuthClientRecord,
   OrganisationPatch,
   PlanTermsOverride,

@@ -183,6 +183,15 @@ export interface SigningKeyRecord {
   readonly retiredAt: Date | null;
 }
 
+/** One change to an OAuth client, applied atomically by {@link StateStore.updateOAuthClient}. */
+export type OAuthClientChange =
+  /** Rotation: this hash becomes the current secret, the current one the previous; older end. */
+  | { readonly kind: 'rotate-secret'; readonly secretHash: string }
+  /** Ends a rotation's overlap: only the current secret stays. */
+  | { readonly kind: 'drop-previous-secret' }
+  /** Revocation; a client revoked earlier keeps its first revocation time. */
+  | { readonly kind: 'revoke'; readonly at: Date };
+
 /**
  * Durable state: organisations, credentials, documents (with the queue), uploads, and the books.
  * Every read and write of tenant data takes the organisation id, so a foreign id is simply not
@@ -295,10 +304,15 @@ export interface StateStore {
   createOAuthClient(record: OAuthClientRecord): Promise<void>;
   getOAuthClient(id: string): Promise<OAuthClientRecord | undefined>;
   listOAuthClients(organisationId: string): Promise<OAuthClientRecord[]>;
+  /**
+   * Changes a client in one atomic step, scoped by organisation (undefined when the organisation
+   * has no such client). The store derives the new secret list itself, so two rotations at once
+   * never lose a secret that was handed out.
+   */
   updateOAuthClient(
     organisationId: string,
     id: string,
-    patch: { secretHashes?: readonly string[]; revokedAt?: Date },
+    change: OAuthClientChange,
   ): Promise<OAuthClientRecord | undefined>;
   listSigningKeys(): Promise<SigningKeyRecord[]>;
   saveSigningKey(record: SigningKeyRecord): Promise<void>;

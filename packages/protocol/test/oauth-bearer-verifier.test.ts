@@ -210,7 +210,8 @@ describe('bearer verifier: our tokens', () => {
     const token = await h.token(doomed);
     expect(await h.oauth.verifyBearer(token)).toBeDefined();
     await h.store.updateOAuthClient(organisationId, doomed.clientId, {
-      revokedAt: h.clock.now(),
+      kind: 'revoke',
+      at: h.clock.now(),
     });
     expect(await h.oauth.verifyBearer(token)).toBeUndefined();
   });

@@ -286,6 +286,31 @@ describe('POST /connect/token', () => {
     await h.token({ ...rotating, clientSecret: third });
   });
 
+  it('keeps both secrets of two concurrent rotations working', async () => {
+    const rotating = await h.client(organisationId);
+    const path = `/v1/admin/organisations/${organisationId}/clients/${rotating.clientId}/rotate`;
+    const answers = await Promise.all([h.admin('POST', path), h.admin('POST', path)]);
+    const secrets = await Promise.all(
+      answers.map(async (answer) => {
+        expect(answer.status).toBe(200);
+        return ((await answer.json()) as { clientSecret: string }).clientSecret;
+      }),
+    );
+    expect(new Set(secrets).size).toBe(2);
+    for (const clientSecret of secrets) {
+      expect((await h.token({ ...rotating, clientSecret })).length).toBeGreaterThan(0);
+    }
+    await expectError(
+      await h.tokenRequest({
+        ...grant,
+        client_id: rotating.clientId,
+        client_secret: rotating.clientSecret,
+      }),
+      401,
+      'invalid_client',
+    );
+  });
+
   it('refuses a revoked client, and its tokens stop working at once', async () => {
     const doomed = await h.client(organisationId);
     const token = await h.token(doomed);

@@ -138,9 +138,9 @@ const rotateClientSecret: Handler = async (context) => {
   const { organisation, client } = await loadClient(context);
   if (client.revokedAt !== null) throw new ProblemError('OAuthClientRevoked');
   const secret = await generateClientSecret(api.random);
-  const current = client.secretHashes[0];
   const updated = await api.store.updateOAuthClient(organisation.id, client.id, {
-    secretHashes: current === undefined ? [secret.hash] : [secret.hash, current],
+    kind: 'rotate-secret',
+    secretHash: secret.hash,
   });
   if (!updated) throw new ProblemError('OAuthClientNotFound');
   api.logger.info(
@@ -158,7 +158,7 @@ const dropPreviousSecret: Handler = async (context) => {
   let result = client;
   if (client.secretHashes.length > 1) {
     const updated = await api.store.updateOAuthClient(organisation.id, client.id, {
-      secretHashes: client.secretHashes.slice(0, 1),
+      kind: 'drop-previous-secret',
     });
     if (!updated) throw new ProblemError('OAuthClientNotFound');
     result = updated;
@@ -181,7 +181,8 @@ const revokeClient: Handler = async (context) => {
   let result = client;
   if (client.revokedAt === null) {
     const updated = await api.store.updateOAuthClient(organisation.id, client.id, {
-      revokedAt: api.clock.now(),
+      kind: 'revoke',
+      at: api.clock.now(),
     });
     if (!updated) throw new ProblemError('OAuthClientNotFound');
     result = updated;

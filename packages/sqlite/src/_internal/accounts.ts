@@ -133,12 +133,26 @@ export function createAccountOps(db: Database, organisations: OrganisationRows):
   const selectOAuthClients = db.prepare<[string], OAuthClientRow>(
     'SELECT * FROM oauth_clients WHERE organisation_id = ? ORDER BY created_at DESC, id DESC',
   );
-  const updateOAuthClientRow = db.prepare<
-    [string | null, number | null, string, string],
+  // One statement per change, so the new secret list is derived from the row as it is now
+  // (two rotations at once leave both handed-out secrets live, the older one as previous).
+  const rotateOAuthClientSecret = db.prepare<
+    [{ secret_hash: string; organisation_id: string; id: string }],
     OAuthClientRow
   >(
     `UPDATE oauth_clients
-     SET secret_hashes = COALESCE(?, secret_hashes), revoked_at = COALESCE(?, revoked_at)
+     SET secret_hashes = CASE WHEN json_array_length(secret_hashes) = 0 THEN json_array(@secret_hash)
+                              ELSE json_array(@secret_hash, json_extract(secret_hashes, '$[0]')) END
+     WHERE organisation_id = @organisation_id AND id = @id RETURNING *`,
+  );
+  const dropPreviousOAuthClientSecret = db.prepare<[string, string], OAuthClientRow>(
+    `UPDATE oauth_clients
+     SET secret_hashes = CASE WHEN json_array_length(secret_hashes) > 1
+                              THEN json_array(json_extract(secret_hashes, '$[0]'))
+                              ELSE secret_hashes END
+     WHERE organisation_id = ? AND id = ? RETURNING *`,
+  );
+  const revokeOAuthClient = db.prepare<[number, string, string], OAuthClientRow>(
+    `UPDATE oauth_clients SET revoked_at = COALESCE(revoked_at, ?)
      WHERE organisation_id = ? AND id = ? RETURNING *`,
   );
 
@@ -252,13 +266,23 @@ export function createAccountOps(db: Database, organisations: OrganisationRows):
     listOAuthClients(organisationId) {
       return selectOAuthClients.all(organisationId).map(toOAuthClient);
     },
-    updateOAuthClient(organisationId, id, patch) {
-      const row = updateOAuthClientRow.get(
-        patch.secretHashes === undefined ? null : JSON.stringify(patch.secretHashes),
-        patch.revokedAt === undefined ? null : toMillis(patch.revokedAt),
-        organisationId,
-        id,
-      );
+    updateOAuthClient(organisationId, id, change) {
+      let row: OAuthClientRow | undefined;
+      switch (change.kind) {
+        case 'rotate-secret':
+          row = rotateOAuthClientSecret.get({
+            secret_hash: change.secretHash,
+            organisation_id: organisationId,
+            id,
+          });
+          break;
+        case 'drop-previous-secret':
+          row = dropPreviousOAuthClientSecret.get(organisationId, id);
+          break;
+        case 'revoke':
+          row = revokeOAuthClient.get(toMillis(change.at), organisationId, id);
+          break;
+      }
       return row === undefined ? undefined : toOAuthClient(row);
     },
 

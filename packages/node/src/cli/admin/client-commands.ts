@@ -111,9 +111,9 @@ export function registerClientCommands(admin: Command, context: CliContext): voi
       const record = await loadClient(store, flags);
       if (record.revokedAt !== null) throw new RefusedError(`client ${record.id} is revoked`);
       const made = await generateClientSecret(cryptoRandom);
-      const current = record.secretHashes[0];
       const updated = await store.updateOAuthClient(flags.org, record.id, {
-        secretHashes: current === undefined ? [made.hash] : [made.hash, current],
+        kind: 'rotate-secret',
+        secretHash: made.hash,
       });
       if (!updated)
         throw new RefusedError(`no client ${flags.client} in organisation ${flags.org}`);
@@ -133,9 +133,7 @@ export function registerClientCommands(admin: Command, context: CliContext): voi
       const record = await loadClient(store, flags);
       const updated =
         record.secretHashes.length > 1
-          ? await store.updateOAuthClient(flags.org, record.id, {
-              secretHashes: record.secretHashes.slice(0, 1),
-            })
+          ? await store.updateOAuthClient(flags.org, record.id, { kind: 'drop-previous-secret' })
           : record;
       if (!updated)
         throw new RefusedError(`no client ${flags.client} in organisation ${flags.org}`);
@@ -155,7 +153,7 @@ export function registerClientCommands(admin: Command, context: CliContext): voi
       const record = await loadClient(store, flags);
       const updated =
         record.revokedAt === null
-          ? await store.updateOAuthClient(flags.org, record.id, { revokedAt: now })
+          ? await store.updateOAuthClient(flags.org, record.id, { kind: 'revoke', at: now })
           : record;
       if (!updated)
         throw new RefusedError(`no client ${flags.client} in organisation ${flags.org}`);

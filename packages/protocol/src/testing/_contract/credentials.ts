@@ -127,7 +127,7 @@ export function describeCredentials(context: ContractContext): void {
       ]);
     });
 
-    it('updates secrets and revocation, scoped by organisation', async () => {
+    it('rotates secrets, ends overlaps and revokes in one step each, scoped by organisation', async () => {
       const store = context.store();
       await createOrg(store, 'org_a', 'starter');
       await createOrg(store, 'org_b', 'starter');
@@ -135,25 +135,51 @@ export function describeCredentials(context: ContractContext): void {
       await store.createOAuthClient(client);
 
       expect(
-        await store.updateOAuthClient('org_b', 'cli_1', { secretHashes: ['stolen'] }),
+        await store.updateOAuthClient('org_b', 'cli_1', {
+          kind: 'rotate-secret',
+          secretHash: 'stolen',
+        }),
       ).toBeUndefined();
       expect(await store.getOAuthClient('cli_1')).toEqual(client);
-      expect(await store.updateOAuthClient('org_a', 'cli_missing', {})).toBeUndefined();
+      expect(
+        await store.updateOAuthClient('org_a', 'cli_missing', { kind: 'drop-previous-secret' }),
+      ).toBeUndefined();
 
-      const rotated = await store.updateOAuthClient('org_a', 'cli_1', {
-        secretHashes: ['new-secret', 'secret-of-cli_1'],
+      const rotate = (secretHash: string) =>
+        store.updateOAuthClient('org_a', 'cli_1', { kind: 'rotate-secret', secretHash });
+      expect(await rotate('second')).toEqual({
+        ...client,
+        secretHashes: ['second', 'secret-of-cli_1'],
       });
-      expect(rotated).toEqual({ ...client, secretHashes: ['new-secret', 'secret-of-cli_1'] });
+      // Two rotations at once: whichever lands last, both secrets handed out stay live.
+      await Promise.all([rotate('third'), rotate('fourth')]);
+      const live = (await store.getOAuthClient('cli_1'))?.secretHashes ?? [];
+      expect([...live].sort()).toEqual(['fourth', 'third']);
+
+      const dropped = await store.updateOAuthClient('org_a', 'cli_1', {
+        kind: 'drop-previous-secret',
+      });
+      const current = live.slice(0, 1);
+      expect(dropped?.secretHashes).toEqual(current);
+      expect(
+        (await store.updateOAuthClient('org_a', 'cli_1', { kind: 'drop-previous-secret' }))
+          ?.secretHashes,
+      ).toEqual(current);
 
       const revokedAt = after(T0, HOUR_MS);
-      const revoked = await store.updateOAuthClient('org_a', 'cli_1', { revokedAt });
-      expect(revoked).toEqual({
-        ...client,
-        secretHashes: ['new-secret', 'secret-of-cli_1'],
-        revokedAt,
+      const revoked = await store.updateOAuthClient('org_a', 'cli_1', {
+        kind: 'revoke',
+        at: revokedAt,
       });
+      expect(revoked).toEqual({ ...client, secretHashes: current, revokedAt });
       expect(await store.getOAuthClient('cli_1')).toEqual(revoked);
-      expect(await store.updateOAuthClient('org_a', 'cli_1', {})).toEqual(revoked);
+      // A second revocation keeps the first time.
+      expect(
+        await store.updateOAuthClient('org_a', 'cli_1', {
+          kind: 'revoke',
+          at: after(T0, 2 * HOUR_MS),
+        }),
+      ).toEqual(revoked);
     });
   });
 

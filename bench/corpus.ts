@@ -9,6 +9,7 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
+import { seededRandom } from '@disarm/fixtures';
 import sharp from 'sharp';
 import type { Sharp } from 'sharp';
 import yazl from 'yazl';
@@ -371,7 +372,7 @@ async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
  * {@link NOISE_LEVELS}. A fourth channel is a smooth vignette alpha.
  */
 function renderPhoto(width: number, height: number, channels: 3 | 4, seed: number): Uint8Array {
-  const random = createRandom(seed);
+  const random = seededRandom(seed);
   const columns = Array.from({ length: 3 }, () => axisWave(width, random));
   const rows = Array.from({ length: 3 }, () => axisWave(height, random));
   const base = Array.from({ length: 3 }, () => 50 + random() * 120);
@@ -492,18 +493,6 @@ function renderAnimation(job: ImageJob, channels: 3 | 4): Uint8Array {
     }
   }
   return out;
-}
-
-/** mulberry32: a small, fast, seeded PRNG; uniform in [0, 1). */
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** FNV-1a of a label: each file's seed follows from its place in the plan. */

@@ -1,3 +1,4 @@
+import { seededRandom } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 import { Rejection } from '../../../_internal/rejection.ts';
 import type { RejectionReason } from '../../../reasons.ts';
@@ -1014,7 +1015,7 @@ describe('decodeBmp: hostile and malformed input', () => {
         ]),
       }),
     ];
-    const random = mulberry32(0xb4b);
+    const random = seededRandom(0xb4b);
     let decoded = 0;
     let rejected = 0;
     for (let round = 0; round < 4000; round++) {
@@ -1049,7 +1050,7 @@ describe('decodeBmp: hostile and malformed input', () => {
 
 describe('encodeBmp', () => {
   function sampleImage(width: number, height: number, channels: 3 | 4): BmpImage {
-    const random = mulberry32(width * 1000 + height * 10 + channels);
+    const random = seededRandom(width * 1000 + height * 10 + channels);
     const data = Uint8Array.from({ length: width * height * channels }, () =>
       Math.floor(random() * 256),
     );
@@ -1246,15 +1247,3 @@ describe('probeBmp', () => {
     expect(probeBmp(bytes)).toBe(false);
   });
 });
-
-/** Small deterministic PRNG so fuzz-style tests are reproducible. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

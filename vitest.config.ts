@@ -10,7 +10,7 @@ export default defineConfig({
     },
   },
   test: {
-    projects: ['packages/*', 'examples'],
+    projects: ['packages/*', 'examples', 'bench'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

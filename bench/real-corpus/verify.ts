@@ -1,0 +1,77 @@
+/**
+ * Checks a rebuilt file with a reader that is not our engine, so "cleaned" also means "opens":
+ * the distribution's libvips (a different build from the one sharp bundles) decodes every pixel
+ * of an image, ImageMagick reads BMP (libvips has no BMP loader), Info-ZIP tests every member of a
+ * zip (CRC included), and qpdf checks a PDF's structure.
+ */
+import { execFile } from 'node:child_process';
+
+/** What the independent reader said of one output; `ok: undefined` when no reader is there. */
+export interface Verification {
+  readonly ok: boolean | undefined;
+  /** The reader, e.g. `vips avg`. */
+  readonly reader: string;
+  /** The reader's complaint when it refused the file. */
+  readonly detail?: string;
+}
+
+interface Reader {
+  readonly name: string;
+  readonly command: string;
+  readonly args: (path: string) => string[];
+  /** Whether a non-zero exit is still a pass (e.g. a warning that says nothing is wrong). */
+  readonly tolerates?: (exitCode: number, output: string) => boolean;
+}
+
+const VIPS: Reader = { name: 'vips avg', command: 'vips', args: (path) => ['avg', path] };
+const READERS: Readonly<Record<string, Reader>> = {
+  jpg: VIPS,
+  jpeg: VIPS,
+  png: VIPS,
+  gif: VIPS,
+  tif: VIPS,
+  tiff: VIPS,
+  webp: VIPS,
+  bmp: {
+    name: 'identify',
+    command: 'identify',
+    args: (path) => ['-regard-warnings', '-format', '%wx%h\n', path],
+  },
+  zip: {
+    name: 'unzip -t',
+    command: 'unzip',
+    args: (path) => ['-tqq', path],
+    // Exit 1 is unzip's "warning"; for a zip without members it is the only thing it says.
+    tolerates: (exitCode, output) => exitCode === 1 && output.includes('zipfile is empty'),
+  },
+  pdf: { name: 'qpdf --check', command: 'qpdf', args: (path) => ['--check', path] },
+};
+
+const READER_TIMEOUT_MS = 120_000;
+
+/** Runs the reader for `format` (the output's extension) on `path`. */
+export async function verifyOutput(path: string, format: string): Promise<Verification> {
+  const reader = READERS[format.toLowerCase()];
+  if (reader === undefined) return { ok: undefined, reader: 'none' };
+  return new Promise((resolve) => {
+    execFile(
+      reader.command,
+      reader.args(path),
+      { timeout: READER_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const exitCode = typeof error?.code === 'number' ? error.code : undefined;
+        if (
+          error === null ||
+          (exitCode !== undefined && reader.tolerates?.(exitCode, `${stdout}${stderr}`) === true)
+        ) {
+          resolve({ ok: true, reader: reader.name });
+        } else if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+          resolve({ ok: undefined, reader: `${reader.name} (not installed)` });
+        } else {
+          const said = `${stderr}${stdout}`.trim().split('\n')[0] ?? '';
+          resolve({ ok: false, reader: reader.name, detail: said === '' ? error.message : said });
+        }
+      },
+    );
+  });
+}

@@ -188,9 +188,15 @@ export function createDisarmApi(
     }
     if (!found)
       return problem('NotFound', { detail: `No route ${url.pathname}.`, instance: url.pathname });
-    const options = found.definition.methods[request.method];
+    const { methods } = found.definition;
+    // Every route that answers GET answers HEAD the same way (`fetch` drops the content).
+    const head = request.method === 'HEAD' && methods.HEAD === undefined;
+    const options = head ? methods.GET : methods[request.method];
     if (!options) {
-      const allow = Object.keys(found.definition.methods).join(', ');
+      const names = Object.keys(methods);
+      const allow = (
+        names.includes('GET') && !names.includes('HEAD') ? [...names, 'HEAD'] : names
+      ).join(', ');
       return problem('MethodNotAllowed', {
         detail: `${url.pathname} answers ${allow}.`,
         instance: url.pathname,
@@ -262,19 +268,27 @@ export function createDisarmApi(
       closing.abort();
     },
     async fetch(request) {
-      let url: URL;
-      try {
-        url = new URL(request.url);
-      } catch {
-        return problem('NotFound');
-      }
-      try {
-        return await handle(request, url);
-      } catch (error) {
-        return errorResponse(error, url.pathname);
-      }
+      const response = await respond(request);
+      if (request.method !== 'HEAD') return response;
+      // RFC 9110 9.3.2: a HEAD response carries the headers of the GET and never content.
+      await response.body?.cancel();
+      return new Response(null, { status: response.status, headers: response.headers });
     },
   };
+
+  async function respond(request: Request): Promise<Response> {
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch {
+      return problem('NotFound');
+    }
+    try {
+      return await handle(request, url);
+    } catch (error) {
+      return errorResponse(error, url.pathname);
+    }
+  }
 }
 
 function withHeaders(response: Response, extra: Headers): Response {

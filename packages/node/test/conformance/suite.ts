@@ -1064,7 +1064,47 @@ export function defineConformanceSuite(
         );
         const wrong = await client.api('/v1/account', { method: 'DELETE', headers: headers() });
         await problem(wrong, 405, 'MethodNotAllowed');
-        expect(wrong.headers.get('Allow')).toBe('GET');
+        expect(wrong.headers.get('Allow')).toBe('GET, HEAD');
+      });
+
+      it('HEAD answers like GET without content, and a HEAD of a download starts no grace', async () => {
+        const account = await client.api('/v1/account', { method: 'HEAD', headers: headers() });
+        expect(account.status).toBe(200);
+        expect(account.headers.get('Content-Type')).toMatch(/^application\/json/);
+        expect(account.headers.get('RateLimit')).toMatch(/^"status-reads"/);
+        expect(await account.text()).toBe('');
+        const missing = await client.api('/v1/documents/doc_missing', {
+          method: 'HEAD',
+          headers: headers(),
+        });
+        expect(missing.status).toBe(404);
+        expect(await missing.text()).toBe('');
+        expect((await client.api('/v1/account', { method: 'HEAD' })).status).toBe(401);
+
+        const done = (await (
+          await submit(
+            client,
+            key,
+            '?wait=true',
+            multipart({ name: 'peek.png', bytes: png }, { deleteAfterDownload: 'true' }),
+          )
+        ).json()) as Envelope;
+        const peek = await client.api(`/v1/documents/${done.id}/download`, {
+          method: 'HEAD',
+          headers: headers(),
+        });
+        expect(peek.status).toBe(302);
+        expect(peek.headers.get('Location')).toMatch(/^http/);
+        // Had the HEAD started the grace clock, the file would be gone an hour later.
+        await targets.active.advanceClock(HOUR_MS);
+        const download = await client.api(`/v1/documents/${done.id}/download`, {
+          headers: headers(),
+        });
+        expect(download.status).toBe(302);
+        const stored = await client.raw(download.headers.get('Location') ?? '', { method: 'HEAD' });
+        expect(stored.status).toBe(200);
+        expect(Number(stored.headers.get('Content-Length'))).toBeGreaterThan(0);
+        expect(await stored.text()).toBe('');
       });
 
       it('serves the contract, the docs and the problem pages without a credential', async () => {

@@ -416,8 +416,11 @@ export const downloadDocument: Handler = async (context) => {
   }
   let expiresAt = document.downloadExpiresAt ?? now;
   if (document.deleteAfterDownload) {
-    // The first call starts the grace clock; the link works for the grace, never past 24 h.
-    document = (await api.store.recordDownload(organisation.id, document.id, now)) ?? document;
+    // The first call starts the grace clock; the link works for the grace, never past 24 h. A
+    // HEAD only asks where the file is, so it starts nothing.
+    if (request.method !== 'HEAD') {
+      document = (await api.store.recordDownload(organisation.id, document.id, now)) ?? document;
+    }
     const graceEnd = (document.firstDownloadAt ?? now).getTime() + graceMs;
     expiresAt = new Date(Math.min(expiresAt.getTime(), graceEnd));
   }

@@ -862,7 +862,7 @@ function description(base: string): string {
     '**Bodies.** JSON members are camelCase; null members of envelopes are omitted. Successful JSON bodies are served as `application/json`, `text/json` or `text/plain` (by `Accept`). Errors are RFC 9457 `application/problem+json` with a stable `code`; the catalogue is at ' +
       `[${base}${PROBLEMS_PATH}](${base}${PROBLEMS_PATH}).`,
     '',
-    '**Every route** answers `405 MethodNotAllowed` (with `Allow`) for a method it does not list, and any other path `404 NotFound`.',
+    '**Every route** answers `405 MethodNotAllowed` (with `Allow`) for a method it does not list, and any other path `404 NotFound`. Every `GET` operation also answers `HEAD` (RFC 9110 9.3.2): the same status and headers, no content; a `HEAD` of a download does not start the delete-after-download grace clock.',
     '',
     '**Limits.** Authenticated responses carry `RateLimit` and `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers); submissions carry usage headers (`X-CDR-Usage-*` on tier plans, `X-CDR-Credit-Balance-Pence` on pay-as-you-go). Exceeding a limit gives `429` with `Retry-After`.',
   ].join('\n');

@@ -136,7 +136,9 @@ describe('createOpenApiValidator', () => {
     ]);
     expect(
       validator.validate(
-        response('PUT', '/v1/documents/doc_1', 405, notAllowed, { Allow: 'GET, DELETE' }),
+        response('PUT', '/v1/documents/doc_1', 405, notAllowed, {
+          Allow: 'GET, DELETE, HEAD',
+        }),
       ),
     ).toEqual([]);
     expect(
@@ -145,12 +147,38 @@ describe('createOpenApiValidator', () => {
       ),
     ).toEqual([
       expect.stringContaining('Allow omits DELETE'),
+      expect.stringContaining('Allow omits HEAD'),
       expect.stringContaining('Allow lists POST'),
     ]);
     expect(validator.validate(response('PUT', '/v1/documents/doc_1', 405, notAllowed))).toEqual([
       expect.stringContaining('header Allow is required but missing'),
       expect.stringContaining('Allow omits GET'),
       expect.stringContaining('Allow omits DELETE'),
+      expect.stringContaining('Allow omits HEAD'),
+    ]);
+  });
+
+  it('checks HEAD against the GET of the same path: its statuses and headers, and no content', async () => {
+    const fresh = await createOpenApiValidator(
+      createOpenApiDocument({ publicBaseUrl: BASE, testMode: true }),
+    );
+    expect(fresh.validate(response('HEAD', '/v1/documents/doc_1', 200, undefined, RATE))).toEqual(
+      [],
+    );
+    // A HEAD exercises nothing: the GET still has to be seen.
+    expect(fresh.unexercised()).toContain('GET /v1/documents/{id} 200');
+    expect(
+      validator.validate(response('HEAD', '/v1/documents/doc_1', 200, undefined, RATE)),
+    ).toEqual([]);
+    expect(
+      validator.validate(response('HEAD', '/v1/documents/doc_1', 200, completed, RATE)),
+    ).toEqual([expect.stringContaining('has a body, but the document describes none')]);
+    expect(validator.validate(response('HEAD', '/v1/documents/doc_1', 200, undefined))).toEqual([
+      expect.stringContaining('header RateLimit is required but missing'),
+      expect.stringContaining('header RateLimit-Policy is required but missing'),
+    ]);
+    expect(validator.validate(response('HEAD', '/v1/documents/doc_1', 418, undefined))).toEqual([
+      expect.stringContaining('status 418 is not documented for HEAD'),
     ]);
   });
 

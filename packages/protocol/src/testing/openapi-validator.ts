@@ -390,7 +390,9 @@ export async function createOpenApiValidator(
         return errors.map((error) => `${label}: ${error}`);
       }
 
-      const operation = match.operations.get(method);
+      // RFC 9110 9.3.2, as the document's description says: every GET also answers HEAD.
+      const headOfGet = method === 'head' && !match.operations.has('head');
+      const operation = match.operations.get(headOfGet ? 'get' : method);
       if (operation === undefined) {
         if (match.otherMethods === undefined) {
           errors.push(`${match.template} does not describe ${method.toUpperCase()}`);
@@ -405,6 +407,7 @@ export async function createOpenApiValidator(
               .filter((token) => token !== ''),
           );
           const described = new Set([...match.operations.keys()].map((name) => name.toUpperCase()));
+          if (described.has('GET')) described.add('HEAD');
           for (const name of described) {
             if (!allowed.has(name))
               errors.push(`Allow omits ${name}, which ${match.template} describes`);
@@ -431,6 +434,9 @@ export async function createOpenApiValidator(
         errors.push(
           `status ${statusKey} is not documented for ${method.toUpperCase()} ${match.template} (documented: ${[...operation.responses.keys()].join(', ')})`,
         );
+      } else if (headOfGet) {
+        // The GET's status and headers, and no content (whatever the GET's Content-Type).
+        checkResponse({ ...documentedResponse, content: undefined }, response, errors);
       } else {
         exercised.add(`${method.toUpperCase()} ${match.template} ${key}`);
         checkResponse(documentedResponse, response, errors);

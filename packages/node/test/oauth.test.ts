@@ -227,8 +227,18 @@ describe('OAuth client credentials (real disarm serve)', () => {
     const kids = ((await jwks.json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid);
     expect(kids).toContain(decodeProtectedHeader(before).kid);
 
+    // Staged: the new key is in the JWKS at once, and signs seven minutes later.
     const rotated = await client.admin('POST', '/v1/admin/signing-keys/rotate');
-    const { kid } = (await rotated.json()) as { kid: string };
+    const { kid, status } = (await rotated.json()) as { kid: string; status: string };
+    expect(status).toBe('upcoming');
+    const published = await client.api('/.well-known/jwks.json');
+    expect(
+      ((await published.json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid),
+    ).toContain(kid);
+    expect(decodeProtectedHeader(await token(oauthClient)).kid).toBe(
+      decodeProtectedHeader(before).kid,
+    );
+    await server.advanceClock(7 * 60_000 + 1_000);
     const after = await token(oauthClient);
     expect(decodeProtectedHeader(after).kid).toBe(kid);
     for (const accessToken of [before, after]) {
@@ -236,18 +246,23 @@ describe('OAuth client credentials (real disarm serve)', () => {
     }
     const listed = await server.admin('signing-key', 'list', '--json');
     expect(listed.code, listed.stderr).toBe(0);
-    const keys = (JSON.parse(listed.stdout) as { keys: { kid: string; status: string }[] }).keys;
-    expect(keys[0]).toMatchObject({ kid, status: 'active' });
+    const keys = (
+      JSON.parse(listed.stdout) as { keys: { kid: string; activeFrom: string | null }[] }
+    ).keys;
+    // (The CLI judges status by the real clock, which the test server's manual clock has left.)
+    expect(keys[0]?.kid).toBe(kid);
+    expect(keys[0]?.activeFrom).toEqual(expect.any(String));
     expect(listed.stdout).not.toMatch(/"d"|v1\.[0-9a-f]{16}\./);
   });
 
   it('picks up a signing key rotated by another process (the CLI) within a minute', async () => {
     const oauthClient = await createOAuthClient(orgA);
     const before = decodeProtectedHeader(await token(oauthClient)).kid;
-    const rotated = await server.admin('signing-key', 'rotate', '--json');
+    const rotated = await server.admin('signing-key', 'rotate', '--immediate', '--json');
     expect(rotated.code, rotated.stderr).toBe(0);
-    const { kid } = JSON.parse(rotated.stdout) as { kid: string };
+    const { kid, status } = JSON.parse(rotated.stdout) as { kid: string; status: string };
     expect(kid).not.toBe(before);
+    expect(status).toBe('active');
     // The server trusts its cached key set for at most a minute (of its manual clock).
     await server.advanceClock(61_000);
     const after = await token(oauthClient);

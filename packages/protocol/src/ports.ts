@@ -178,6 +178,11 @@ export interface SigningKeyRecord {
   readonly publicJwk: string;
   readonly privateJwk: string;
   readonly createdAt: Date;
+  /**
+   * Signs from this time on; before it the key is only published, so that verifiers caching the
+   * JWKS know it before the first token it signs. `null`: signs from creation.
+   */
+  readonly activeFrom: Date | null;
   /** Stops signing after this; still published in the JWKS until `retiredAt`. */
   readonly activeUntil: Date | null;
   readonly retiredAt: Date | null;

@@ -159,9 +159,10 @@ describe('OAuth admin routes', () => {
     const rotated = await h.admin('POST', '/v1/admin/signing-keys/rotate');
     const key = (await rotated.json()) as Record<string, unknown>;
     expect(Object.keys(key).sort()).toEqual(
-      ['activeUntil', 'algorithm', 'createdAt', 'kid', 'retiredAt', 'status'].sort(),
+      ['activeFrom', 'activeUntil', 'algorithm', 'createdAt', 'kid', 'retiredAt', 'status'].sort(),
     );
-    expect(key).toMatchObject({ algorithm: 'ES256', status: 'active', activeUntil: null });
+    expect(key).toMatchObject({ algorithm: 'ES256', status: 'upcoming', activeUntil: null });
+    expect(key.activeFrom).toEqual(expect.any(String));
     const listed = (await (await h.admin('GET', '/v1/admin/signing-keys')).json()) as {
       keys: Record<string, unknown>[];
     };

@@ -136,7 +136,7 @@ describe('createSqliteStore', () => {
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
-    expect(migrations).toHaveLength(1);
+    expect(migrations).toHaveLength(2);
     await first.close();
 
     const second = open(path);
@@ -151,6 +151,37 @@ describe('createSqliteStore', () => {
         db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
       ),
     ).toEqual(migrations);
+  });
+
+  it('upgrades a file of schema 1: signing keys made before staged rotation sign from creation', async () => {
+    const path = join(dir, 'state.db');
+    await open(path).close();
+    // Back to schema 1, with a key written by that version.
+    const db = new Database(path);
+    db.exec(`ALTER TABLE signing_keys DROP COLUMN active_from;
+             DELETE FROM schema_migrations WHERE version = 2;
+             INSERT INTO signing_keys (kid, algorithm, public_jwk, private_jwk, created_at)
+             VALUES ('kid_old', 'ES256', '{}', 'sealed', ${T0.getTime()});`);
+    db.close();
+
+    const upgraded = open(path);
+    expect(
+      inspect(path, (raw) =>
+        raw.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
+      ),
+    ).toEqual([1, 2]);
+    expect(await upgraded.listSigningKeys()).toEqual([
+      {
+        kid: 'kid_old',
+        algorithm: 'ES256',
+        publicJwk: '{}',
+        privateJwk: 'sealed',
+        createdAt: T0,
+        activeFrom: null,
+        activeUntil: null,
+        retiredAt: null,
+      },
+    ]);
   });
 
   it('opens the file in WAL mode with foreign keys enforced', async () => {

@@ -1185,6 +1185,11 @@ export function defineConformanceSuite(
         expect((await client.admin('POST', `${one}/rotate`)).status).toBe(409);
         expect((await client.admin('GET', '/v1/admin/signing-keys')).status).toBe(200);
         expect((await client.admin('POST', '/v1/admin/signing-keys/rotate')).status).toBe(200);
+        await problem(
+          await client.admin('POST', '/v1/admin/signing-keys/rotate?immediate=later'),
+          400,
+          'ValidationFailed',
+        );
 
         const missing = `/v1/admin/organisations/${id}/clients/cli_00000000000000000000`;
         for (const [method, path] of [

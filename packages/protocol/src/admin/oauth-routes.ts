@@ -7,7 +7,7 @@ import type { Handler, RequestContext } from '../http/context.ts';
 import { asJsonObject, readJsonBody } from '../http/json-body.ts';
 import { jsonResponse } from '../http/negotiation.ts';
 import { ProblemError } from '../http/problem-error.ts';
-import { FieldErrors } from '../http/validation.ts';
+import { FieldErrors, parseBoolean } from '../http/validation.ts';
 import { generateClientSecret } from '../oauth/client-secrets.ts';
 import { OAUTH_SCOPES } from '../oauth/config.ts';
 import type { SigningKeyManager, SigningKeyView } from '../oauth/signing-keys.ts';
@@ -37,6 +37,7 @@ export function toSigningKeyView(view: SigningKeyView): Record<string, unknown> 
     algorithm: view.algorithm,
     status: view.status,
     createdAt: view.createdAt.toISOString(),
+    activeFrom: view.activeFrom?.toISOString() ?? null,
     activeUntil: view.activeUntil?.toISOString() ?? null,
     retiredAt: view.retiredAt?.toISOString() ?? null,
   };
@@ -214,12 +215,26 @@ export function oauthAdminRoutes(options: OAuthAdminRoutesOptions): RouteDefinit
     return jsonResponse(context.request, { keys: keys.map(toSigningKeyView) });
   };
 
-  /** `POST /v1/admin/signing-keys/rotate`: a new key signs from now on. */
+  /**
+   * `POST /v1/admin/signing-keys/rotate[?immediate=true]`: a new key, published now; it signs
+   * once verifiers have had time to fetch it, or at once with `immediate`.
+   */
   const rotateSigningKey: Handler = async (context) => {
     assertAdmin(context);
-    const key = await signingKeys.rotate();
+    const values = context.url.searchParams.getAll('immediate');
+    const immediate = values.length === 1 ? parseBoolean(values[0] ?? '') : undefined;
+    if (values.length > 0 && immediate === undefined) {
+      const errors = new FieldErrors();
+      errors.add('query.immediate', 'give it once, true or false');
+      errors.throwIfAny();
+    }
+    const key = await signingKeys.rotate({ immediate: immediate === true });
     context.api.logger.warn(
-      { kid: key.kid, credentialId: context.principal?.credentialId },
+      {
+        kid: key.kid,
+        activeFrom: key.activeFrom?.toISOString() ?? 'now',
+        credentialId: context.principal?.credentialId,
+      },
       'signing key rotated',
     );
     return jsonResponse(context.request, toSigningKeyView(key));

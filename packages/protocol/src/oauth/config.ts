@@ -10,8 +10,18 @@ export const CLOCK_SKEW_SECONDS = 60;
  * the JWKS.
  */
 export const KEY_RETIREMENT_GRACE_SECONDS = 300;
+/** `Cache-Control: max-age` of the JWKS: how long a third-party verifier may keep its copy. */
+export const JWKS_MAX_AGE_SECONDS = 300;
 /** Longest a process trusts its in-memory copy of the signing keys (rotation reaches every node). */
 export const KEY_SET_CACHE_MS = 60_000;
+/**
+ * How long a rotated-in key is published before it signs (seven minutes): every process serves
+ * it in its JWKS within {@link KEY_SET_CACHE_MS}, a verifier that fetched the JWKS just before
+ * then has refetched it within {@link JWKS_MAX_AGE_SECONDS}, and clocks may differ by
+ * {@link CLOCK_SKEW_SECONDS} — all before the first token the new key signs.
+ */
+export const KEY_PREPUBLICATION_SECONDS =
+  KEY_SET_CACHE_MS / 1000 + JWKS_MAX_AGE_SECONDS + CLOCK_SKEW_SECONDS;
 /** Shortest interval between two store reads forced by a token whose `kid` is not cached. */
 export const KEY_SET_REFRESH_COOLDOWN_MS = 1_000;
 /** Length of the AES-256-GCM key-encryption key that seals private signing keys at rest. */

@@ -6,7 +6,7 @@ import { cryptoRandom } from '../domain/ids.ts';
 import type { Clock, Random, StateStore } from '../ports.ts';
 import { createBearerVerifier } from './bearer-verifier.ts';
 import type { VerifierLogger } from './bearer-verifier.ts';
-import { resolveOAuthSettings } from './config.ts';
+import { JWKS_MAX_AGE_SECONDS, resolveOAuthSettings } from './config.ts';
 import type { OAuthConfig, OAuthSettings } from './config.ts';
 import { createSigningKeyManager } from './signing-keys.ts';
 import type { SigningKeyManager } from './signing-keys.ts';
@@ -15,7 +15,6 @@ import { createTokenEndpoint, TOKEN_PATH } from './token-endpoint.ts';
 /** Where the embedded issuer publishes its public keys (RFC 8414 `jwks_uri`). */
 export const JWKS_PATH = '/.well-known/jwks.json';
 /** RFC 9111 5.2.2.1: resource servers may cache the key set for five minutes. */
-const JWKS_MAX_AGE_SECONDS = 300;
 
 /** The ports OAuth runs on (the API's own). */
 export interface OAuthPorts {

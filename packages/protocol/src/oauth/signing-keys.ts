@@ -8,25 +8,31 @@ import { createKeyEncryption } from './_key-encryption.ts';
 import {
   ACCESS_TOKEN_LIFETIME_SECONDS,
   KEY_ENCRYPTION_KEY_BYTES,
+  KEY_PREPUBLICATION_SECONDS,
   KEY_RETIREMENT_GRACE_SECONDS,
   KEY_SET_CACHE_MS,
   KEY_SET_REFRESH_COOLDOWN_MS,
   SIGNING_ALGORITHM,
 } from './config.ts';
 
-/** Where a signing key is in its life. */
-export type SigningKeyStatus = 'active' | 'published' | 'retired';
+/** Where a signing key is in its life: `upcoming` -> `active` -> `published` -> `retired`. */
+export type SigningKeyStatus = 'upcoming' | 'active' | 'published' | 'retired';
 
 /** A signing key as the admin API shows it: never the private key. */
 export interface SigningKeyView {
   readonly kid: string;
   readonly algorithm: SigningKeyRecord['algorithm'];
   readonly createdAt: Date;
-  /** When it stopped signing; `null` while it signs. */
+  /** When it starts (or started) signing; `null`: from creation. */
+  readonly activeFrom: Date | null;
+  /** When it stops (or stopped) signing; `null` while no rotation has replaced it. */
   readonly activeUntil: Date | null;
   /** When it left the JWKS (`activeUntil` + token lifetime + grace); `null` while published. */
   readonly retiredAt: Date | null;
-  /** `active`: signs and is published; `published`: only verifies; `retired`: gone. */
+  /**
+   * `upcoming`: published, signs from `activeFrom`; `active`: signs and is published;
+   * `published`: only verifies; `retired`: gone.
+   */
   readonly status: SigningKeyStatus;
 }
 
@@ -60,11 +66,14 @@ export interface SigningKeyManager {
    */
   verificationKey(kid: string): Promise<CryptoKey | undefined>;
   /**
-   * Makes a new active key; every other key stops signing now (its private key is erased) and
-   * stays published until its tokens have expired. Seen by this process at once and by others
-   * within {@link KEY_SET_CACHE_MS}.
+   * Makes a new key. Staged (the default): the new key is published at once and signs from
+   * {@link KEY_PREPUBLICATION_SECONDS} later, when the current key stops; so a verifier caching
+   * the JWKS never meets a token whose key it has not seen. `immediate` (for a key that may be
+   * compromised): the new key signs now, and every other key stops signing now and has its
+   * private half erased. Either way a replaced key stays published until its tokens have expired.
+   * Seen by this process at once and by others within {@link KEY_SET_CACHE_MS}.
    */
-  rotate(): Promise<SigningKeyView>;
+  rotate(options?: { readonly immediate?: boolean }): Promise<SigningKeyView>;
   /** Every key, newest first, read fresh from the store. */
   list(): Promise<SigningKeyView[]>;
 }
@@ -105,6 +114,7 @@ function statusAt(record: SigningKeyRecord, now: Date): SigningKeyStatus {
   if (record.activeUntil !== null && now.getTime() >= record.activeUntil.getTime()) {
     return 'published';
   }
+  if (record.activeFrom !== null && now.getTime() < record.activeFrom.getTime()) return 'upcoming';
   return 'active';
 }
 
@@ -194,6 +204,11 @@ export function createSigningKeyManager(options: SigningKeyManagerOptions): Sign
         current = { ...record, retiredAt: retirementTime(record), privateJwk: '' };
         await store.saveSigningKey(current);
         logger?.info({ kid: record.kid }, 'signing key retired');
+      } else if (status === 'published' && record.privateJwk !== '') {
+        // A staged rotation's old key has stopped signing: only its public half is needed now.
+        current = { ...record, privateJwk: '' };
+        await store.saveSigningKey(current);
+        logger?.info({ kid: record.kid }, 'signing key stopped signing');
       }
       updated.push(current);
     }
@@ -214,7 +229,7 @@ export function createSigningKeyManager(options: SigningKeyManagerOptions): Sign
     return loading;
   }
 
-  async function createKey(): Promise<SigningKeyRecord> {
+  async function createKey(activeFrom: Date | null = null): Promise<SigningKeyRecord> {
     // Strictly newer than every key so far, even on a clock that has not moved (test mode), so
     // "newest" is never a tie between the key being replaced and its replacement.
     const latestMs = Math.max(
@@ -232,11 +247,15 @@ export function createSigningKeyManager(options: SigningKeyManagerOptions): Sign
       publicJwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALGORITHM, use: 'sig' }),
       privateJwk: await sealing.seal(JSON.stringify(privateJwk), kid),
       createdAt,
+      activeFrom,
       activeUntil: null,
       retiredAt: null,
     };
     await store.saveSigningKey(record);
-    logger?.info({ kid, algorithm: SIGNING_ALGORITHM }, 'signing key created');
+    logger?.info(
+      { kid, algorithm: SIGNING_ALGORITHM, activeFrom: activeFrom?.toISOString() ?? 'now' },
+      'signing key created',
+    );
     return record;
   }
 
@@ -280,6 +299,7 @@ export function createSigningKeyManager(options: SigningKeyManagerOptions): Sign
       kid: record.kid,
       algorithm: record.algorithm,
       createdAt: record.createdAt,
+      activeFrom: record.activeFrom,
       activeUntil: record.activeUntil,
       retiredAt: status === 'retired' ? retirementTime(record) : null,
       status,
@@ -321,15 +341,33 @@ export function createSigningKeyManager(options: SigningKeyManagerOptions): Sign
       }
       return found === undefined ? undefined : publicKeyOf(found);
     },
-    async rotate() {
-      const created = await createKey();
+    async rotate(options = {}) {
       const now = clock.now();
+      // With no key signing now there is nothing to overlap with: the new key signs at once.
+      const signing = published(await load(true)).some((key) => statusAt(key, now) === 'active');
+      const immediate = options.immediate === true || !signing;
+      const switchAt = immediate
+        ? now
+        : new Date(now.getTime() + KEY_PREPUBLICATION_SECONDS * 1000);
+      const created = await createKey(immediate ? null : switchAt);
       for (const record of await store.listSigningKeys()) {
-        if (record.kid === created.kid || record.activeUntil !== null) continue;
-        // It stops signing now; only its public half is needed from here on.
-        await store.saveSigningKey({ ...record, activeUntil: now, privateJwk: '' });
-        privateKeys.delete(record.kid);
-        logger?.info({ kid: record.kid }, 'signing key deactivated by rotation');
+        if (record.kid === created.kid) continue;
+        // A key that already stops signing before the switch keeps its time.
+        if (record.activeUntil !== null && record.activeUntil.getTime() <= switchAt.getTime()) {
+          continue;
+        }
+        if (immediate) {
+          // It stops signing now; only its public half is needed from here on.
+          await store.saveSigningKey({ ...record, activeUntil: now, privateJwk: '' });
+          privateKeys.delete(record.kid);
+        } else {
+          // It signs until the new key takes over (its private half is erased after that).
+          await store.saveSigningKey({ ...record, activeUntil: switchAt });
+        }
+        logger?.info(
+          { kid: record.kid, activeUntil: switchAt.toISOString() },
+          'signing key replaced by rotation',
+        );
       }
       const loaded = await load(true);
       const record = loaded.records.find((item) => item.kid === created.kid) ?? created;

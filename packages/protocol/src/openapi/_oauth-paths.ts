@@ -262,9 +262,18 @@ export function oauthPaths(): Record<string, PathItemObject> {
         operationId: 'rotateSigningKey',
         summary: 'Rotate the token signing key',
         description:
-          'A new key signs from now on (every process sees it within a minute). The previous key stops signing at once and stays in the JWKS until every token it signed has expired (one hour and five minutes), then retires.',
+          'Staged (the default): the new key is in the JWKS at once (status `upcoming`) and signs from `activeFrom`, seven minutes later — longer than every process takes to publish it plus the JWKS `max-age` — so a verifier that caches the JWKS never meets a token whose key it has not fetched; the current key signs until then. With `immediate=true` (a key that may be compromised) the new key signs now and every other key stops signing now. A replaced key stays in the JWKS until every token it signed has expired (one hour and five minutes after it stopped), then retires. Every process sees the change within a minute.',
+        parameters: [
+          {
+            name: 'immediate',
+            in: 'query',
+            description: 'Switch signing to the new key now instead of after the pre-publication.',
+            schema: { type: 'boolean', default: false },
+          },
+        ],
         responses: {
           '200': jsonResponse({ description: 'The new key.', schema: 'SigningKey' }),
+          '400': problemResponse(['ValidationFailed']),
           ...adminErrors(),
         },
       }),

@@ -735,21 +735,26 @@ const signingKey: SchemaObject = {
   type: 'object',
   description: 'A signing key of the embedded issuer (never its private half).',
   additionalProperties: false,
-  required: ['kid', 'algorithm', 'status', 'createdAt', 'activeUntil', 'retiredAt'],
+  required: ['kid', 'algorithm', 'status', 'createdAt', 'activeFrom', 'activeUntil', 'retiredAt'],
   properties: {
     kid: { type: 'string', minLength: 1 },
     algorithm: { type: 'string', enum: ['ES256', 'RS256', 'EdDSA'] },
     status: {
       type: 'string',
-      enum: ['active', 'published', 'retired'],
+      enum: ['upcoming', 'active', 'published', 'retired'],
       description:
-        '`active`: signs new tokens; `published`: only verifies tokens it signed; `retired`: out of the JWKS.',
+        '`upcoming`: in the JWKS, signs from `activeFrom`; `active`: signs new tokens; `published`: only verifies tokens it signed; `retired`: out of the JWKS.',
     },
     createdAt: dateTime,
+    activeFrom: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'When it starts (or started) signing; null: from `createdAt`.',
+    },
     activeUntil: {
       type: ['string', 'null'],
       format: 'date-time',
-      description: 'When it stopped signing.',
+      description: 'When it stops (or stopped) signing; null while no rotation replaced it.',
     },
     retiredAt: {
       type: ['string', 'null'],

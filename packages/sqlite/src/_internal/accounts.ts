@@ -157,13 +157,15 @@ export function createAccountOps(db: Database, organisations: OrganisationRows):
   );
 
   const upsertSigningKey = db.prepare<[SigningKeyRow]>(
-    `INSERT INTO signing_keys (kid, algorithm, public_jwk, private_jwk, created_at, active_until,
-                               retired_at)
-     VALUES (@kid, @algorithm, @public_jwk, @private_jwk, @created_at, @active_until, @retired_at)
+    `INSERT INTO signing_keys (kid, algorithm, public_jwk, private_jwk, created_at, active_from,
+                               active_until, retired_at)
+     VALUES (@kid, @algorithm, @public_jwk, @private_jwk, @created_at, @active_from, @active_until,
+             @retired_at)
      ON CONFLICT (kid) DO UPDATE SET
        algorithm = excluded.algorithm, public_jwk = excluded.public_jwk,
        private_jwk = excluded.private_jwk, created_at = excluded.created_at,
-       active_until = excluded.active_until, retired_at = excluded.retired_at`,
+       active_from = excluded.active_from, active_until = excluded.active_until,
+       retired_at = excluded.retired_at`,
   );
   const selectSigningKeys = db.prepare<[], SigningKeyRow>(
     'SELECT * FROM signing_keys ORDER BY created_at DESC, kid DESC',
@@ -296,6 +298,7 @@ export function createAccountOps(db: Database, organisations: OrganisationRows):
         public_jwk: record.publicJwk,
         private_jwk: record.privateJwk,
         created_at: toMillis(record.createdAt),
+        active_from: toMillisOrNull(record.activeFrom),
         active_until: toMillisOrNull(record.activeUntil),
         retired_at: toMillisOrNull(record.retiredAt),
       });

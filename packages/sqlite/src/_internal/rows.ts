@@ -138,6 +138,7 @@ export interface SigningKeyRow {
   readonly public_jwk: string;
   readonly private_jwk: string;
   readonly created_at: number;
+  readonly active_from: number | null;
   readonly active_until: number | null;
   readonly retired_at: number | null;
 }
@@ -299,6 +300,7 @@ export function toSigningKey(row: SigningKeyRow): SigningKeyRecord {
     publicJwk: row.public_jwk,
     privateJwk: row.private_jwk,
     createdAt: new Date(row.created_at),
+    activeFrom: toDateOrNull(row.active_from),
     activeUntil: toDateOrNull(row.active_until),
     retiredAt: toDateOrNull(row.retired_at),
   };

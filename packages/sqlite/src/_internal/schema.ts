@@ -161,9 +161,15 @@ CREATE TABLE signing_keys (
 ) STRICT;
 `;
 
+/** Signing keys published before they sign (staged rotation); NULL: signs from creation. */
+const MIGRATION_2_SIGNING_KEY_ACTIVE_FROM = `
+ALTER TABLE signing_keys ADD COLUMN active_from INTEGER;
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
+  { version: 2, name: 'signing key active_from', sql: MIGRATION_2_SIGNING_KEY_ACTIVE_FROM },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `

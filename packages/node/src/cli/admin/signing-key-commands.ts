@@ -17,13 +17,20 @@ async function signingKeysOf(store: StateStore, dataDir: string): Promise<Signin
 }
 
 function line(key: SigningKeyView): string {
+  const now = Date.now();
   return [
     key.kid,
     key.algorithm,
     key.status.padEnd(9),
     `created ${key.createdAt.toISOString()}`,
-    key.activeUntil === null ? '' : `stopped signing ${key.activeUntil.toISOString()}`,
+    key.activeFrom === null || key.activeFrom.getTime() <= key.createdAt.getTime()
+      ? ''
+      : `${key.activeFrom.getTime() > now ? 'signs from' : 'signed from'} ${key.activeFrom.toISOString()}`,
+    key.activeUntil === null
+      ? ''
+      : `${key.activeUntil.getTime() > now ? 'signs until' : 'stopped signing'} ${key.activeUntil.toISOString()}`,
   ]
+    .filter((part) => part !== '')
     .join('  ')
     .trimEnd();
 }
@@ -50,15 +57,21 @@ export function registerSigningKeyCommands(admin: Command, context: CliContext):
     signingKey
       .command('rotate')
       .summary(
-        'make a new signing key; the old one stops signing and is published until its tokens expire',
+        'make a new signing key: published now, signing in seven minutes (--immediate: now); the old one stays published until its tokens expire',
+      )
+      .option(
+        '--immediate',
+        'switch signing to the new key now (for a key that may be compromised); verifiers that cache the JWKS may refuse new tokens until they refetch it',
       ),
   );
   rotate.action(
-    adminAction<object>(rotate, context, async ({ store, flags, print }) => {
-      const key = await (await signingKeysOf(store, flags.dataDir)).rotate();
-      print(
-        toSigningKeyView(key),
-        () => `${key.kid} signs from now (running servers: within a minute)`,
+    adminAction<{ immediate?: boolean }>(rotate, context, async ({ store, flags, print }) => {
+      const immediate = flags.immediate === true;
+      const key = await (await signingKeysOf(store, flags.dataDir)).rotate({ immediate });
+      print(toSigningKeyView(key), () =>
+        key.activeFrom === null
+          ? `${key.kid} signs from now (running servers: within a minute)`
+          : `${key.kid} is published now and signs from ${key.activeFrom.toISOString()}`,
       );
     }),
   );

@@ -36,6 +36,7 @@ function signingKey(kid: string, createdAt: Date): SigningKeyRecord {
     publicJwk: JSON.stringify({ kty: 'EC', crv: 'P-256', x: kid, y: 'y' }),
     privateJwk: `encrypted:${kid}`,
     createdAt,
+    activeFrom: null,
     activeUntil: null,
     retiredAt: null,
   };
@@ -205,6 +206,13 @@ export function describeCredentials(context: ContractContext): void {
       };
       await store.saveSigningKey(retiring);
       expect(await store.listSigningKeys()).toEqual([retiring]);
+    });
+
+    it('keeps when a staged key starts signing', async () => {
+      const store = context.store();
+      const upcoming = { ...signingKey('kid_1', T0), activeFrom: after(T0, 5 * MINUTE_MS) };
+      await store.saveSigningKey(upcoming);
+      expect(await store.listSigningKeys()).toEqual([upcoming]);
     });
   });
 }

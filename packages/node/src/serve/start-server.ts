@@ -27,6 +27,12 @@ export const DEFAULT_HOST = '127.0.0.1';
  * slow upload may take that long.
  */
 const STORAGE_REQUEST_TIMEOUT_MS = 60 * 60 * 1000;
+/**
+ * The API receives multipart and raw uploads of up to 100 MB: fifteen minutes lets one through
+ * at about 1 Mbit/s (node's default, five minutes, needs 2.8). A client that stops sending is cut
+ * off sooner, by the idle timeout.
+ */
+const API_REQUEST_TIMEOUT_MS = 15 * 60 * 1000;
 
 /**
  * Options of {@link startServer}: those of {@link createEmbeddedDisarm}, plus where to listen. The
@@ -120,7 +126,12 @@ export async function startServer(options: ServerOptions): Promise<RunningDisarm
   try {
     const apiServer = await listen(
       late((bound) => bound.api),
-      { port: port ?? DEFAULT_API_PORT, hostname: host, onError },
+      {
+        port: port ?? DEFAULT_API_PORT,
+        hostname: host,
+        requestTimeoutMs: API_REQUEST_TIMEOUT_MS,
+        onError,
+      },
     );
     listeners.push(apiServer);
     const storageServer = await listen(

@@ -8,6 +8,7 @@
 import { once } from 'node:events';
 
 import { createSqliteStore } from '../src/index.ts';
+import { rawDocument } from './_documents.ts';
 
 const [path, first, count] = process.argv.slice(2);
 if (path === undefined || first === undefined || count === undefined) {
@@ -21,19 +22,7 @@ process.stdin.pause();
 const kinds: string[] = [];
 const leased: string[] = [];
 for (let index = Number(first); index < Number(first) + Number(count); index += 1) {
-  const result = await store.acceptDocument(
-    {
-      id: `doc_${index}`,
-      organisationId: 'org_a',
-      lane: 'raw',
-      fileName: 'a.pdf',
-      sizeBytes: 1,
-      intakeKey: `intake/${index}`,
-      deleteAfterDownload: false,
-      statusStyle202: false,
-    },
-    AT,
-  );
+  const result = await store.acceptDocument(rawDocument(`doc_${index}`, `intake/${index}`), AT);
   kinds.push(result.kind);
   const document = await store.leaseDocument(`worker-${first}`, AT, 60_000);
   if (document !== undefined) leased.push(document.id);

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { createSqliteStore } from '../src/index.ts';
+import { rawDocument } from './_documents.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CONTENDER_SCRIPT = join(HERE, '_contend.ts');
@@ -120,19 +121,7 @@ describe('createSqliteStore', () => {
     expect(first.migrate()).toEqual([]);
     await first.createOrganisation({ id: 'org_a', name: 'A', plan: 'payg' }, T0);
     await first.updateOrganisation('org_a', { creditDeltaPence: 30 }, T0);
-    await first.acceptDocument(
-      {
-        id: 'doc_1',
-        organisationId: 'org_a',
-        lane: 'raw',
-        fileName: 'a.pdf',
-        sizeBytes: 1,
-        intakeKey: 'intake/doc_1',
-        deleteAfterDownload: false,
-        statusStyle202: false,
-      },
-      T0,
-    );
+    await first.acceptDocument(rawDocument('doc_1'), T0);
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
@@ -212,16 +201,7 @@ describe('createSqliteStore', () => {
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, index) =>
         (index % 2 === 0 ? server : admin).acceptDocument(
-          {
-            id: `doc_${index}`,
-            organisationId: 'org_a',
-            lane: 'raw',
-            fileName: 'a.pdf',
-            sizeBytes: 1,
-            intakeKey: `intake/${index}`,
-            deleteAfterDownload: false,
-            statusStyle202: false,
-          },
+          rawDocument(`doc_${index}`, `intake/${index}`),
           T0,
         ),
       ),

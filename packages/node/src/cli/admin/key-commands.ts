@@ -85,7 +85,7 @@ export function registerKeyCommands(admin: Command, context: CliContext): void {
   const revoke = withAdminOptions(
     key
       .command('revoke')
-      .summary('revoke an API key (takes effect within a minute)')
+      .summary('revoke an API key: refused from the next request on, on every server')
       .requiredOption('--org <id>', 'organisation id')
       .requiredOption('--key <id>', 'key id (key_…), as key list shows'),
   );

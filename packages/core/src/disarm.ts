@@ -21,6 +21,7 @@ import type { Outcome } from './outcome.ts';
 import type { Policy } from './policy.ts';
 import { builtinScanner } from './scan/eicar.ts';
 import type { Scanner } from './scan/scanner.ts';
+import { verifyBeforeRelease } from './verify/verify.ts';
 
 /**
  * The file to disarm: its bytes (or a path or stream to read them from) and the name it was
@@ -173,8 +174,10 @@ async function processFile(input: FileInput, context: EngineContext): Promise<Re
       `archives nest more than ${context.limits.maxDepth} levels deep`,
     );
   }
-  const output = await HANDLERS[format.family].rebuild({ ...input, format }, context);
+  const detected = { ...input, format };
+  const output = await HANDLERS[format.family].rebuild(detected, context);
   context.deadline.check();
+  await verifyBeforeRelease(output, detected, context);
   if (output.bytes.length > context.limits.maxBytes) {
     throw new Rejection('file_too_large', 'the rebuilt file is larger than the content ceiling');
   }

@@ -6,9 +6,16 @@
  *   shipped yet; the file is never passed through.
  * - `ERR_INTERNAL`: a fault inside the engine or a codec (a bug, not a bad file).
  * - `ERR_WORKER_CRASHED`: the isolated worker process running the engine died.
+ * - `ERR_VERIFY_FAILED`: the verify-before-release step found something in a rebuilt output that
+ *   the family's rules forbid (or could not re-read it); the output is never released. The
+ *   message names the check.
  */
 export type DisarmErrorCode =
-  'ERR_TIMEOUT' | 'ERR_NOT_YET_SUPPORTED' | 'ERR_INTERNAL' | 'ERR_WORKER_CRASHED';
+  | 'ERR_TIMEOUT'
+  | 'ERR_NOT_YET_SUPPORTED'
+  | 'ERR_INTERNAL'
+  | 'ERR_WORKER_CRASHED'
+  | 'ERR_VERIFY_FAILED';
 
 /**
  * The one error family the engine throws. A thrown error is a service fault: the caller reports

@@ -19,6 +19,9 @@ function notYetSupported(family: FormatFamily): FormatHandler {
         ),
       );
     },
+    verify() {
+      return Promise.reject(new TypeError(`no ${family} output can exist to verify`));
+    },
   };
 }
 

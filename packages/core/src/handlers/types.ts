@@ -65,4 +65,27 @@ export interface FormatHandler {
    * @throws {Rejection} for properties of the file; any other error is a fault.
    */
   rebuild(input: DetectedFile, context: EngineContext): Promise<HandlerOutput>;
+  /**
+   * Verify before release: re-reads `output` with a reader independent of {@link rebuild} and
+   * checks it against the family's rules (for images: no metadata block, no profile but ours,
+   * nothing after the end). Runs after the engine-wide checks (re-detection, not identical to
+   * the input).
+   * @throws {VerifyFailure} naming the check that failed; the engine turns it into a fault
+   *   (`ERR_VERIFY_FAILED`), never into a released file.
+   */
+  verify(output: HandlerOutput, input: DetectedFile, context: EngineContext): Promise<void>;
+}
+
+/**
+ * A verify-before-release check found a rebuilt output wanting. `check` is a stable name (for
+ * example `image.no-metadata`) that the engine puts in the fault's message and logs.
+ */
+export class VerifyFailure extends Error {
+  readonly check: string;
+
+  constructor(check: string, message: string) {
+    super(message);
+    this.name = 'VerifyFailure';
+    this.check = check;
+  }
 }

@@ -6,6 +6,7 @@ import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
 import { decodeBmp } from './bmp/decode.ts';
 import { encodeBmp } from './bmp/encode.ts';
+import { verifyImage } from './verify.ts';
 import { findImageExtras, isLosslessWebp, tiffUsesJpeg } from './structure.ts';
 
 /** Quality of re-encoded lossy images (JPEG, lossy WebP, JPEG-in-TIFF): visually lossless. */
@@ -33,6 +34,7 @@ export const imageHandler: FormatHandler = {
     }
     return context.deadline.race(rebuildWithSharp(input, kind, context));
   },
+  verify: verifyImage,
 };
 
 function rebuildBmp(input: DetectedFile, context: EngineContext): HandlerOutput {

@@ -14,7 +14,7 @@ import type { FindingKind } from './findings.ts';
 import { extensionOf, formatForFileName, outputFileName } from './formats.ts';
 import { HANDLERS } from './handlers/registry.ts';
 import type { EngineContext, FileInput, RebuiltFile } from './handlers/types.ts';
-import { Deadline, ExpansionBudget, resolveLimits } from './limits.ts';
+import { Deadline, EntryBudget, ExpansionBudget, resolveLimits } from './limits.ts';
 import type { Limits } from './limits.ts';
 import { mediaTypeOf } from './outcome.ts';
 import type { Outcome } from './outcome.ts';
@@ -95,6 +95,7 @@ export async function disarm(source: DisarmSource, options: DisarmOptions = {}):
       scanners,
       deadline,
       budget: new ExpansionBudget(limits.maxBytes),
+      entries: new EntryBudget(limits.maxEntries),
       signal: controller.signal,
       depth: 0,
       ancestors: [],
@@ -247,6 +248,8 @@ async function collectThreats(input: FileInput, context: EngineContext): Promise
     if (kind !== 'zip') return threats;
     const listing = await openZip(input.bytes, context.limits.maxEntries);
     try {
+      // The walk shares the tree's entry budget: digging stops where the rebuild would have.
+      context.entries.consume(listing.members.length);
       for (const member of listing.members) {
         if (member.isDirectory || member.isEncrypted) continue;
         const bytes = await readMember(listing, member, context.budget.remaining, member.name);

@@ -18,7 +18,12 @@ export interface Limits {
    * @default 5
    */
   readonly maxDepth: number;
-  /** Entries in one archive (directories included). @default 10_000 */
+  /**
+   * Entries of an archive and of every archive nested in it, counted together (directories
+   * included): one member budget across all nesting levels, so nesting cannot multiply it.
+   * Counted from the central directories before any member is rebuilt.
+   * @default 10_000
+   */
   readonly maxEntries: number;
   /**
    * Largest expansion of one archive member over its compressed size; checked only for members
@@ -154,6 +159,40 @@ export class ExpansionBudget {
       );
     }
   }
+}
+
+/**
+ * Counts archive entries across one file and everything nested in it, against `maxEntries`: the
+ * member budget shared by every level of archive recursion.
+ */
+export class EntryBudget {
+  readonly #maxEntries: number;
+  #used = 0;
+
+  constructor(maxEntries: number) {
+    this.#maxEntries = maxEntries;
+  }
+
+  /** Entries counted so far. */
+  get used(): number {
+    return this.#used;
+  }
+
+  /** Counts `entries` more; rejects with `policy_violation` past the limit. */
+  consume(entries: number): void {
+    this.#used += entries;
+    if (this.#used > this.#maxEntries) {
+      throw entryLimitRejection(this.#maxEntries, this.#used);
+    }
+  }
+}
+
+/** The rejection for an archive tree holding more than `maxEntries` entries. */
+export function entryLimitRejection(maxEntries: number, counted: number): Rejection {
+  return new Rejection(
+    'policy_violation',
+    `the archive holds at least ${counted} entries, counting nested archives; the limit is ${maxEntries}`,
+  );
 }
 
 /** `1536` -> `1.5 KiB`: sizes in details and logs. */

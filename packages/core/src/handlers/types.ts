@@ -1,6 +1,6 @@
 import type { Finding } from '../findings.ts';
 import type { FormatFamily, FormatRow } from '../formats.ts';
-import type { Deadline, ExpansionBudget, Limits } from '../limits.ts';
+import type { Deadline, EntryBudget, ExpansionBudget, Limits } from '../limits.ts';
 import type { Policy } from '../policy.ts';
 import type { Scanner } from '../scan/scanner.ts';
 
@@ -30,6 +30,17 @@ export interface RebuiltFile {
 export interface HandlerOutput {
   readonly bytes: Uint8Array;
   readonly findings: readonly Finding[];
+  /**
+   * What the rebuild decided the output holds, for the family's verify step to hold the written
+   * file against. Archives: the entry names in the order written.
+   */
+  readonly manifest?: OutputManifest;
+}
+
+/** What a rebuilt container holds, as the rebuild decided it (see {@link HandlerOutput}). */
+export interface OutputManifest {
+  /** Archive entry paths, in order; directories end in `/`. */
+  readonly entryNames: readonly string[];
 }
 
 /** Everything one `disarm()` call shares across its recursion into archives. */
@@ -39,6 +50,8 @@ export interface EngineContext {
   readonly scanners: readonly Scanner[];
   readonly deadline: Deadline;
   readonly budget: ExpansionBudget;
+  /** Archive entries counted across the whole tree, against `maxEntries`. */
+  readonly entries: EntryBudget;
   readonly signal: AbortSignal;
   /** 0 for the submitted file, 1 for members of a top-level archive, and so on. */
   readonly depth: number;

@@ -1,4 +1,9 @@
 import { buildGzip, buildImage, buildZip, EICAR_TEST_FILE, gzipBomb } from '@disarm/fixtures';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import yauzl from 'yauzl';
 import { describe, expect, it } from 'vitest';
 
@@ -12,6 +17,14 @@ function cleaned(outcome: Outcome): CleanedOutcome {
   if (outcome.status !== 'cleaned')
     throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
   return outcome;
+}
+
+/** Info-ZIP's view of a zip: the names `unzip -Z1` lists, after `unzip -t` found no error. */
+function unzipList(zip: Uint8Array): string[] {
+  const path = join(mkdtempSync(join(tmpdir(), 'disarm-gz-')), 'out.zip');
+  writeFileSync(path, zip);
+  expect(execFileSync('unzip', ['-t', path], { encoding: 'utf8' })).toMatch(/No errors detected/);
+  return execFileSync('unzip', ['-Z1', path], { encoding: 'utf8' }).split('\n').filter(Boolean);
 }
 
 async function names(zip: Uint8Array): Promise<string[]> {
@@ -56,9 +69,43 @@ describe('gz rebuild', () => {
   });
 
   it('keeps only the last segment of a FNAME that holds a path', async () => {
-    const input = buildGzip(await buildImage('png'), { fileName: '../../etc/evil.png' });
+    const input = buildGzip(await buildImage('png'), { fileName: 'photos/2024/evil.png' });
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'x.gz' }));
     expect(await names(outcome.bytes)).toEqual(['evil.png']);
+  });
+
+  it.each([
+    ['a traversal', '../../etc/evil.png'],
+    ['an NTFS stream', 'evil.exe:x.png'],
+    ['a Windows device name', 'CON.png'],
+    ['a trailing dot', 'photo.png.'],
+    ['a bidi override', 'photo\u202Egnp.exe.png'],
+    ['a C1 control character', 'photo\u0085.png'],
+    ['a zero width space', 'photo\u200B.png'],
+  ])(
+    'refuses a FNAME with %s as policy_violation, like a zip member name',
+    async (_label, name) => {
+      const outcome = await disarm({
+        bytes: buildGzip(await buildImage('png'), { fileName: name, fileNameEncoding: 'utf8' }),
+        fileName: 'x.gz',
+      });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+      expect(outcome.status === 'rejected' && outcome.detail).toMatch(/FNAME/);
+    },
+  );
+
+  it('reports EICAR inside even when the FNAME is refused', async () => {
+    const outcome = await disarm({
+      bytes: buildGzip(EICAR_TEST_FILE, { fileName: 'CON.png' }),
+      fileName: 'x.gz',
+    });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
+  });
+
+  it('returns a zip that an independent reader (unzip) lists as the rebuild decided', async () => {
+    const input = buildGzip(await buildImage('png'), { fileName: 'photo.png' });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'photo.png.gz' }));
+    expect(unzipList(outcome.bytes)).toEqual(['photo.png']);
   });
 
   it('rebuilds a zip inside a gzip', async () => {

@@ -12,7 +12,8 @@ import { probeZip } from '../../detect/zip-probe.ts';
 import { FindingTally } from '../../findings.ts';
 import { extensionOf } from '../../formats.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
-import { ArchiveVerdict, isCompressedFormat } from './verdict.ts';
+import { pathProblem } from './member-names.ts';
+import { ArchiveVerdict, hidesArchive, isCompressedFormat } from './verdict.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -29,6 +30,11 @@ const MAX_HEADER_STRING_BYTES = 4096;
 export interface GzipHeader {
   /** FNAME, ISO 8859-1, when present. */
   readonly fileName: string | undefined;
+  /**
+   * FNAME read as UTF-8, when its bytes are valid UTF-8 and say something else: Unix `gzip`
+   * stores the name's raw bytes, which a UTF-8 system shows this way.
+   */
+  readonly fileNameAsUtf8?: string;
   /** MTIME as a date, when set. */
   readonly modifiedAt: Date | undefined;
   readonly hasComment: boolean;
@@ -57,9 +63,14 @@ export function parseGzipHeader(bytes: Uint8Array): GzipHeader {
     offset += 2 + length;
   }
   let fileName: string | undefined;
+  let fileNameAsUtf8: string | undefined;
   if ((flags & FNAME) !== 0) {
     const end = zeroTerminated(bytes, offset, 'FNAME');
-    fileName = new TextDecoder('latin1').decode(bytes.subarray(offset, end));
+    const raw = asBuffer(bytes).subarray(offset, end);
+    // Buffer's latin1 is ISO 8859-1 proper; TextDecoder's "latin1" is windows-1252.
+    fileName = raw.toString('latin1');
+    fileNameAsUtf8 = utf8OrUndefined(raw);
+    if (fileNameAsUtf8 === fileName) fileNameAsUtf8 = undefined;
     offset = end + 1;
   }
   if ((flags & FCOMMENT) !== 0) offset = zeroTerminated(bytes, offset, 'FCOMMENT') + 1;
@@ -67,10 +78,19 @@ export function parseGzipHeader(bytes: Uint8Array): GzipHeader {
   if (offset > bytes.length) throw new Rejection('invalid_file', 'the gzip header is truncated');
   return {
     fileName,
+    ...(fileNameAsUtf8 === undefined ? {} : { fileNameAsUtf8 }),
     modifiedAt: mtime > 0 ? new Date(mtime * 1000) : undefined,
     hasComment: (flags & FCOMMENT) !== 0,
     hasExtra: (flags & FEXTRA) !== 0,
   };
+}
+
+function utf8OrUndefined(bytes: Uint8Array): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
 }
 
 function zeroTerminated(bytes: Uint8Array, start: number, field: string): number {
@@ -96,23 +116,29 @@ export async function rebuildGzip(
   if (header.hasExtra) findings.add('archive-metadata');
 
   const inner = await inflate(input.bytes, context);
+  context.entries.consume(1);
   const archiveHash = sha256Hex(input.bytes);
   const verdict = new ArchiveVerdict();
   let innerName: string;
   try {
     innerName = await nameInnerFile(inner, header, input.fileName, context);
   } catch (error) {
-    // The inner file's type is refused, but a threat in it still decides the reason.
+    // The inner file's name or type is refused, but a threat in it still decides the reason.
     if (!(error instanceof Rejection)) throw error;
+    verdict.reject(error);
     verdict.addThreats(await context.scanMember({ bytes: inner, fileName: 'inner' }, archiveHash));
-    verdict.throwIfRejected();
+    verdict.throwIfLost();
     throw error;
   }
+  const innerInput = { bytes: inner, fileName: innerName };
   const rebuilt = await verdict.capture(
-    context.processMember({ bytes: inner, fileName: innerName }, archiveHash),
+    context.processMember(innerInput, archiveHash),
     `the compressed file "${innerName}"`,
   );
-  verdict.throwIfRejected();
+  if (!rebuilt && hidesArchive(innerInput)) {
+    verdict.addThreats(await context.scanMember(innerInput, archiveHash));
+  }
+  verdict.throwIfLost();
   if (!rebuilt) throw new Rejection('invalid_file', 'the compressed file could not be rebuilt');
   findings.addAll(rebuilt.findings);
   const bytes = await writeZip([
@@ -123,7 +149,7 @@ export async function rebuildGzip(
       compress: !isCompressedFormat(rebuilt.format.outputExtension),
     },
   ]);
-  return { bytes, findings: findings.toArray() };
+  return { bytes, findings: findings.toArray(), manifest: { entryNames: [rebuilt.fileName] } };
 }
 
 async function inflate(bytes: Uint8Array, context: EngineContext): Promise<Uint8Array> {
@@ -163,12 +189,14 @@ async function nameInnerFile(
       'the gzip file holds a tar archive, which is not supported',
     );
   }
-  const fromHeader = header.fileName
-    ?.split(/[/\\]/)
-    .pop()
-    // eslint-disable-next-line no-control-regex -- control characters never belong in a name
-    ?.replace(/[\u0000-\u001f\u007f]/g, '')
-    .trim();
+  const problem = [header.fileName, header.fileNameAsUtf8]
+    .map((name) => (name === undefined ? undefined : pathProblem(name)))
+    .find((found) => found !== undefined);
+  if (problem !== undefined) {
+    throw new Rejection('policy_violation', `the gzip header's file name (FNAME): ${problem}`);
+  }
+  // A FNAME with a directory part is legal (RFC 1952 2.3.1 asks for none); only its name is kept.
+  const fromHeader = header.fileName?.split(/[/\\]/).pop();
   const outerBase = outerName.split('/').pop() ?? outerName;
   const name =
     fromHeader !== undefined && fromHeader.length > 0

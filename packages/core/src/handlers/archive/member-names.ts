@@ -18,9 +18,8 @@ const DOS_REPARSE_POINT = 0x400;
 
 /**
  * Checks one member's name and type, returning why it is refused (a `policy_violation` detail) or
- * its safe path. Refused: absolute paths (`/x`, `\x`, `C:`, UNC), `..` segments with either
- * separator, control characters, symlinks and other special files, and names whose extra-field
- * (Unicode Path) form disagrees with the name bytes in a way that changes the path.
+ * its safe path. Refused: every {@link pathProblem} of the name bytes and of the Info-ZIP Unicode
+ * Path form, symlinks and other special files, NTFS reparse points.
  */
 export function checkMemberName(member: ZipMember): SafeName | string {
   for (const candidate of new Set([member.name, member.rawName])) {
@@ -38,35 +37,88 @@ export function checkMemberName(member: ZipMember): SafeName | string {
   if ((member.dosAttributes & DOS_REPARSE_POINT) !== 0) {
     return `member "${member.name}" is an NTFS reparse point (link)`;
   }
-  const segments = member.name
-    .split(/[/\\]/)
-    .filter((segment) => segment !== '' && segment !== '.');
-  return { path: segments.join('/'), isDirectory: member.isDirectory };
+  return { path: segmentsOf(member.name).join('/'), isDirectory: member.isDirectory };
 }
 
-function pathProblem(name: string): string | undefined {
+/** Longest path segment Windows and most Unix file systems create, in characters. */
+const MAX_SEGMENT_CHARS = 255;
+
+/**
+ * Characters no name may hold: C0, DEL and C1 controls (`Cc`), line and paragraph separators,
+ * and invisible formatting characters (`Cf`: bidi embeddings, overrides and isolates U+202A-202E
+ * and U+2066-2069, the marks U+200E/U+200F/U+061C, zero-width space, word joiner, BOM, tag
+ * characters) that make `exe.png` display for `gnp.exe`. ZWNJ and ZWJ (U+200C/U+200D) are left
+ * alone: Persian and Indic names and emoji need them.
+ */
+const HIDDEN_CHARACTER = /(?![\u200c\u200d])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/**
+ * Characters Win32 refuses in a name (`<>"|?*`) and `:`, which on NTFS names an alternate data
+ * stream (`evil.exe:x.png` writes into `evil.exe`) or a drive.
+ */
+const WINDOWS_FORBIDDEN = /[<>"|?*:]/;
+
+/**
+ * Win32 device names: a segment whose part before the first dot (trailing spaces ignored) is one
+ * of these opens the device, not a file, whatever its extension (`CON.png`, `aux.tar.gz`).
+ * Windows also maps the superscript digits ¹²³ in `COM`/`LPT` names.
+ */
+const WINDOWS_DEVICE =
+  /^(con|prn|aux|nul|conin\$|conout\$|clock\$|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3])$/i;
+
+/**
+ * The one rule set for names of archive members (zip entries and the gzip FNAME): why `name` may
+ * not be extracted as it is, or `undefined` when it may. Either separator counts. Refused:
+ * empty names and names without a segment, over-long names and segments, absolute paths
+ * (`/x`, `\\x`, `C:`, UNC), `..` segments, control, bidi and invisible formatting characters,
+ * and what Windows would turn into something else: `:` streams, `<>"|?*`, device names
+ * (`CON`, `NUL.txt`, `sub/aux.png`, `COM¹`), segments ending in a dot or a space.
+ */
+export function pathProblem(name: string): string | undefined {
   if (name.length === 0) return 'a member has an empty name';
   if (name.length > MAX_MEMBER_PATH_CHARS) {
     return `a member name is longer than ${MAX_MEMBER_PATH_CHARS} characters`;
   }
-  // eslint-disable-next-line no-control-regex -- control characters are what we look for
-  if (/[\u0000-\u001f\u007f]/.test(name)) {
-    return `member "${printable(name)}" has control characters in its name`;
+  const hidden = HIDDEN_CHARACTER.exec(name);
+  if (hidden) {
+    const code = (hidden[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+    return `member "${printable(name)}" has a control or invisible formatting character (U+${code}) in its name`;
   }
   if (/^[/\\]/.test(name) || /^[A-Za-z]:/.test(name)) {
     return `member "${name}" has an absolute path`;
   }
-  if (name.split(/[/\\]/).some((segment) => segment === '..')) {
+  const parts = name.split(/[/\\]/);
+  if (parts.some((segment) => segment === '..')) {
     return `member "${name}" escapes the archive with a ".." path segment`;
   }
-  const segments = name.split(/[/\\]/).filter((segment) => segment !== '' && segment !== '.');
+  const forbidden = WINDOWS_FORBIDDEN.exec(name);
+  if (forbidden) {
+    return forbidden[0] === ':'
+      ? `member "${name}" has ":" in its name (an NTFS alternate data stream or drive)`
+      : `member "${name}" has "${forbidden[0]}" in its name, which Windows does not allow`;
+  }
+  const segments = segmentsOf(name);
   if (segments.length === 0) return `member "${name}" has no name`;
+  for (const segment of segments) {
+    if (segment.length > MAX_SEGMENT_CHARS) {
+      return `member "${name}" has a path segment longer than ${MAX_SEGMENT_CHARS} characters`;
+    }
+    if (/[. ]$/.test(segment)) {
+      return `member "${name}" has a path segment ending in a dot or a space, which Windows drops`;
+    }
+    if (WINDOWS_DEVICE.test((segment.split('.')[0] ?? '').trimEnd())) {
+      return `member "${name}" uses the Windows device name "${segment}"`;
+    }
+  }
   return undefined;
 }
 
+function segmentsOf(name: string): string[] {
+  return name.split(/[/\\]/).filter((segment) => segment !== '' && segment !== '.');
+}
+
 function printable(name: string): string {
-  // eslint-disable-next-line no-control-regex -- control characters are what we replace
-  return name.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return name.replace(new RegExp(HIDDEN_CHARACTER.source, 'gu'), '?');
 }
 
 /**

@@ -1,46 +1,98 @@
 import { Rejection } from '../../_internal/rejection.ts';
+import { sniff } from '../../detect/sniff.ts';
+import { isDisarmError } from '../../errors.ts';
+import { formatForFileName } from '../../formats.ts';
+import type { RejectionReason } from '../../reasons.ts';
+import type { FileInput } from '../types.ts';
 
 /**
- * Collects the outcome of an archive's members. The spec's archive rules: one threat rejects the
- * whole archive with `threat_detected` (every threat's name is collected, so scanning goes on
- * after the first); otherwise the first other rejection decides.
+ * Which rejection an archive gets when it has several, most decisive first: what its content is
+ * (a threat), what the policy forbids (names, links, nesting, entry budget), what type is not
+ * accepted (the spec's archive rule), what cannot be opened, what is corrupt, what is too large.
+ */
+const PRECEDENCE: readonly RejectionReason[] = [
+  'threat_detected',
+  'policy_violation',
+  'unsupported_file_type',
+  'password_protected',
+  'invalid_file',
+  'file_too_large',
+];
+
+/**
+ * Collects the outcome of an archive's members so that the answer depends on the set of members,
+ * never on their order. The spec's archive rules: one threat rejects the whole archive with
+ * `threat_detected` (every threat's name is collected); otherwise the most decisive rejection in
+ * {@link PRECEDENCE} order wins (the first member in directory order among equals); a fault (a
+ * member whose family is not yet rebuilt, a codec failure) counts only when no member is
+ * rejected, so it never hides a later member's rejection.
  */
 export class ArchiveVerdict {
   readonly #threats = new Set<string>();
-  #first: Rejection | undefined;
+  readonly #rejections: Rejection[] = [];
+  #fault: { error: unknown } | undefined;
 
-  /** True once the archive is lost; later members are only scanned. */
-  get decided(): boolean {
-    return this.#first !== undefined || this.#threats.size > 0;
+  /** True once the archive cannot come back cleaned. */
+  get lost(): boolean {
+    return this.#threats.size > 0 || this.#rejections.length > 0 || this.#fault !== undefined;
   }
 
   addThreats(names: readonly string[]): void {
     for (const name of names) this.#threats.add(name);
   }
 
+  /** Records a rejection of the archive or of one member. */
+  reject(rejection: Rejection): void {
+    if (rejection.reason === 'threat_detected') this.addThreats(rejection.threatNames);
+    else this.#rejections.push(rejection);
+  }
+
   /**
-   * Awaits a member's processing; a rejection is recorded (with the member named) instead of
-   * thrown. Faults still throw.
+   * Awaits a member's processing; a rejection (with the member named) or a fault is recorded
+   * instead of thrown, so the remaining members are still processed. A timeout still throws: the
+   * whole file is out of time.
    */
   async capture<T>(work: Promise<T>, what: string): Promise<T | undefined> {
     try {
       return await work;
     } catch (error) {
-      if (!(error instanceof Rejection)) throw error;
-      if (error.reason === 'threat_detected') this.addThreats(error.threatNames);
-      else this.#first ??= new Rejection(error.reason, `${what}: ${error.message}`);
+      if (isDisarmError(error, 'ERR_TIMEOUT')) throw error;
+      if (error instanceof Rejection) {
+        this.reject(
+          error.reason === 'threat_detected'
+            ? error
+            : new Rejection(error.reason, `${what}: ${error.message}`),
+        );
+      } else {
+        this.#fault ??= { error };
+      }
       return undefined;
     }
   }
 
-  /** Throws the archive's rejection, if any. */
-  throwIfRejected(): void {
+  /** Throws the archive's rejection, else its first fault, if any. */
+  throwIfLost(): void {
     if (this.#threats.size > 0) {
       const names = [...this.#threats];
       throw new Rejection('threat_detected', `the archive contains ${names.join(', ')}`, names);
     }
-    if (this.#first) throw this.#first;
+    for (const reason of PRECEDENCE) {
+      const found = this.#rejections.find((rejection) => rejection.reason === reason);
+      if (found) throw found;
+    }
+    if (this.#fault) throw this.#fault.error;
   }
+}
+
+/**
+ * A member that was not rebuilt as an archive but holds one (a zip named `.png`, a gzip named
+ * `.txt`): after its rejection its content is still walked for threats.
+ */
+export function hidesArchive(input: FileInput): boolean {
+  const kind = sniff(input.bytes);
+  return (
+    (kind === 'zip' || kind === 'gzip') && formatForFileName(input.fileName)?.family !== 'archive'
+  );
 }
 
 /** Formats whose data is compressed already: stored, not deflated again, in a rebuilt zip. */

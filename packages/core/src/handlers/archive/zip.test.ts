@@ -1,3 +1,4 @@
+import type { RawZipEntry } from '@disarm/fixtures';
 import {
   buildImage,
   buildRawZip,
@@ -19,6 +20,7 @@ import { disarm } from '../../disarm.ts';
 import { encodeBmp } from '../image/bmp/encode.ts';
 import type { DisarmOptions } from '../../disarm.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import { builtinScanner } from '../../scan/eicar.ts';
 
 const MiB = 1024 * 1024;
 
@@ -322,14 +324,20 @@ describe('zip rebuild', () => {
     expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
   });
 
-  it('refuses overlapping members (a non-recursive zip bomb)', async () => {
+  it('refuses overlapping members (a non-recursive zip bomb) as invalid_file, naming them', async () => {
+    // Three entries sharing one small member expand to nothing like the ceiling: the archive is
+    // not too large, it is malformed (APPNOTE 4.3.6: members follow one another).
     const png = await buildImage('png');
     const input = buildRawZip([
       { name: 'a.png', data: png },
       { name: 'b.png', shareDataWith: 0 },
       { name: 'c.png', shareDataWith: 0 },
     ]);
-    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(
+      /"a\.png" and "b\.png" share one local entry/,
+    );
   });
 
   it('refuses unsupported compression methods', async () => {
@@ -369,6 +377,225 @@ describe('zip rebuild', () => {
     ['data after the end record', { suffix: Buffer.from(TEXT_FIXTURES.html) }],
   ])('rejects %s as invalid_file', async (_label, options) => {
     const input = buildRawZip([{ name: 'a.png', data: await buildImage('png') }], options);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
+  it.each([
+    // The 12-byte ZipCrypto header of an empty file (APPNOTE 6.1.3).
+    ['a ZipCrypto member', { flags: 1, declaredUncompressedSize: 0 }],
+    ['a deflate64 member', { method: 9 }],
+  ])('still finds a threat beside %s', async (_label, fields) => {
+    const input = buildRawZip([
+      { name: 'secret.png', data: 'opaque bytes', ...fields },
+      { name: 'eicar.png', data: EICAR_TEST_FILE },
+    ]);
+    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
+  });
+});
+
+/** A PDF that passes detection; its family is not rebuilt yet, so it ends in a fault. */
+const PDF = '%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n';
+
+describe('archive verdicts consider every member, in any order', () => {
+  async function both(
+    first: { name: string; data: Uint8Array | string },
+    second: { name: string; data: Uint8Array | string },
+  ): Promise<Outcome[]> {
+    return [await run(buildRawZip([first, second])), await run(buildRawZip([second, first]))];
+  }
+
+  it('a member whose family is not yet rebuilt never hides a threat', async () => {
+    for (const outcome of await both(
+      { name: 'a.pdf', data: PDF },
+      { name: 'eicar.png', data: EICAR_TEST_FILE },
+    )) {
+      expect(outcome).toMatchObject({
+        status: 'rejected',
+        reason: 'threat_detected',
+        threatNames: ['EICAR-Test-File'],
+      });
+    }
+  });
+
+  it('a fault never hides a refused name', async () => {
+    for (const outcome of await both(
+      { name: 'a.pdf', data: PDF },
+      { name: '../evil.png', data: await buildImage('png') },
+    )) {
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+    }
+  });
+
+  it("a fault never hides another member's rejection", async () => {
+    for (const outcome of await both(
+      { name: 'a.pdf', data: PDF },
+      { name: 'fake.png', data: await buildImage('jpeg') },
+    )) {
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      expect(outcome.status === 'rejected' && outcome.detail).toMatch(/fake\.png/);
+    }
+  });
+
+  it('the most decisive rejection wins whatever the order', async () => {
+    for (const outcome of await both(
+      { name: 'notes.txt', data: 'hello' },
+      { name: 'fake.png', data: await buildImage('jpeg') },
+    )) {
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'unsupported_file_type' });
+    }
+    for (const outcome of await both(
+      { name: 'notes.txt', data: 'hello' },
+      { name: 'CON.png', data: await buildImage('png') },
+    )) {
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+    }
+  });
+
+  it('collects every threat name, after a fault and a rejection alike', async () => {
+    const scanners = [
+      builtinScanner,
+      {
+        name: 'marker',
+        scan: (bytes: Uint8Array) =>
+          Promise.resolve(Buffer.from(bytes).toString() === 'MARKER' ? ['Test.Marker'] : []),
+      },
+    ];
+    const input = buildRawZip([
+      { name: 'a.pdf', data: PDF },
+      { name: 'eicar.png', data: EICAR_TEST_FILE },
+      { name: 'notes.txt', data: 'hello' },
+      { name: 'm.png', data: 'MARKER' },
+    ]);
+    const outcome = await run(input, { scanners });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
+    expect(outcome.status === 'rejected' && [...(outcome.threatNames ?? [])].sort()).toEqual([
+      'EICAR-Test-File',
+      'Test.Marker',
+    ]);
+  });
+
+  it('finds a threat in an archive hidden under an image name', async () => {
+    const hidden = await buildZip([{ name: 'x.png', data: EICAR_TEST_FILE }]);
+    for (const outcome of await both(
+      { name: 'photo.png', data: hidden },
+      { name: 'ok.png', data: await buildImage('png') },
+    )) {
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
+    }
+  });
+
+  it('ends in the fault only when no member is rejected', async () => {
+    const input = buildRawZip([
+      { name: 'a.pdf', data: PDF },
+      { name: 'ok.png', data: await buildImage('png') },
+    ]);
+    await expect(run(input)).rejects.toMatchObject({ code: 'ERR_NOT_YET_SUPPORTED' });
+  });
+});
+
+describe('Windows-unsafe member names', () => {
+  it.each([
+    ['an NTFS alternate data stream', 'evil.exe:x.png'],
+    ['a device name', 'CON.png'],
+    ['a device name in a directory, lower case', 'sub/aux.png'],
+    ['a device name without extension', 'photos/nul'],
+    ['a device name with two extensions', 'lpt1.tar.png'],
+    ['a device name with a superscript digit', 'COM\u00b9.png'],
+    ['a device name before a space', 'prn .png'],
+    ['a trailing dot', 'photo.png.'],
+    ['a trailing space', 'photo.png '],
+    ['a directory with a trailing dot', 'dir./photo.png'],
+    ['a right-to-left override', 'photo\u202Egnp.exe'],
+    ['a first-strong isolate', 'photo\u2068.png'],
+    ['a right-to-left mark', 'photo\u200F.png'],
+    ['an Arabic letter mark', 'photo\u061C.png'],
+    ['a zero width space', 'photo\u200B.png'],
+    ['a C1 control character', 'photo\u009B.png'],
+    ['DEL', 'photo\u007F.png'],
+    ['a character Windows refuses', 'what?.png'],
+  ])('refuses %s as policy_violation', async (_label, name) => {
+    const outcome = await run(buildRawZip([{ name, data: await buildImage('png') }]));
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it('accepts names that only look like device names, and joiners that scripts need', async () => {
+    const png = await buildImage('png');
+    const names = [
+      'console.png',
+      'CONFIG/aux_1.png',
+      'com10.png',
+      'nul-report.png',
+      'فایل\u200Cها.png',
+    ];
+    const outcome = cleaned(await run(buildRawZip(names.map((name) => ({ name, data: png })))));
+    expect((await listZip(outcome.bytes)).entries.map((entry) => entry.name)).toEqual(names);
+  });
+});
+
+describe('zip structure', () => {
+  it.each([
+    ['a local header naming another file', { local: { name: 'other.png' } }, /disagree/],
+    ['a local header with other sizes', { local: { uncompressedSize: 5 } }, /sizes/],
+    ['a local header with another CRC-32', { local: { crc: 1234 } }, /CRC-32/],
+    ['a local header with another method', { local: { method: 8 } }, /compression/],
+    ['a local header with other flags', { local: { flags: 0x0801 } }, /flags/],
+  ])('refuses %s as invalid_file', async (_label, fields, detail) => {
+    const input = buildRawZip([
+      { name: 'ok.png', data: await buildImage('png') },
+      { name: 'b.png', data: await buildImage('png'), ...fields },
+    ]);
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(detail);
+  });
+
+  it.each([
+    ['first', 0],
+    ['in the middle', 1],
+    ['last', 2],
+  ])('refuses a local entry the directory does not list (%s)', async (_label, at) => {
+    const png = await buildImage('png');
+    const entries: RawZipEntry[] = [
+      { name: 'a.png', data: png },
+      { name: 'b.png', data: png },
+    ];
+    entries.splice(at, 0, {
+      name: 'hidden.png',
+      data: EICAR_TEST_FILE.subarray(0, 20),
+      unlisted: true,
+    });
+    const outcome = await run(buildRawZip(entries));
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/does not list/);
+  });
+
+  it('refuses a directory entry that carries data', async () => {
+    const input = buildRawZip([
+      { name: 'dir/', data: 'smuggled' },
+      { name: 'dir/a.png', data: await buildImage('png') },
+    ]);
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/directory entry "dir\/"/);
+  });
+
+  it('accepts data descriptors, as streaming writers make them', async () => {
+    const png = await buildImage('png');
+    const input = buildRawZip([
+      { name: 'a.png', data: png, dataDescriptor: true },
+      { name: 'b.png', data: png, method: 8, dataDescriptor: true },
+    ]);
+    const outcome = cleaned(await run(input));
+    expect((await listZip(outcome.bytes)).entries.map((entry) => entry.name)).toEqual([
+      'a.png',
+      'b.png',
+    ]);
+  });
+
+  it('refuses a data descriptor that disagrees with the directory', async () => {
+    const input = buildRawZip([
+      { name: 'a.png', data: await buildImage('png'), dataDescriptor: true, local: { crc: 7 } },
+    ]);
     expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
   });
 });

@@ -4,24 +4,28 @@ import {
   compressionName,
   COMPRESSION_DEFLATED,
   COMPRESSION_STORED,
-  dataStartOf,
   openZip,
   readMember,
 } from '../../_internal/zip-reader.ts';
 import type { ZipListing, ZipMember } from '../../_internal/zip-reader.ts';
+import { walkZip } from '../../_internal/zip-walk.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
+import { extensionOf, formatForFileName } from '../../formats.ts';
 import { EXPANSION_RATIO_FLOOR_BYTES, formatBytes } from '../../limits.ts';
 import type { DetectedFile, EngineContext, HandlerOutput, RebuiltFile } from '../types.ts';
 import { checkMemberName, collisionKey, findNameConflict } from './member-names.ts';
 import type { SafeName } from './member-names.ts';
-import { ArchiveVerdict, isCompressedFormat } from './verdict.ts';
+import { ArchiveVerdict, hidesArchive, isCompressedFormat } from './verdict.ts';
 
 /**
- * Rebuilds a zip archive (PKWARE APPNOTE): every member is checked before a byte is inflated
- * (names, links, encryption, declared sizes, overlapping data), then inflated under the shared
- * content budget, scanned and rebuilt through the engine, and written into a fresh archive.
+ * Rebuilds a zip archive (PKWARE APPNOTE). Before a byte is inflated: the tree-wide entry budget,
+ * the structure (central directory against local headers, layout), declared sizes, then every
+ * member's name, type, encryption and compression. Then each member is inflated under the shared
+ * content budget, scanned and rebuilt through the engine, and written into a fresh archive. Every
+ * member is processed even after one is rejected or fails, so the verdict depends on the set of
+ * members, not their order (see {@link ArchiveVerdict}).
  */
 export async function rebuildZip(
   input: DetectedFile,
@@ -29,77 +33,100 @@ export async function rebuildZip(
 ): Promise<HandlerOutput> {
   const listing = await openZip(input.bytes, context.limits.maxEntries);
   try {
-    const names = checkStructure(listing, context);
-    await checkLayout(listing, input.bytes.length);
-    const archiveHash = sha256Hex(input.bytes);
+    context.entries.consume(listing.members.length);
+    const walk = walkZip(input.bytes);
+    if (!walk.ok)
+      throw new Rejection('invalid_file', `the zip structure is inconsistent: ${walk.problem}`);
+    checkSizes(listing, context);
     const verdict = new ArchiveVerdict();
+    const names = checkMembers(listing, verdict);
+    // A name, type, encryption or compression problem loses the archive whatever its members
+    // hold; they are then only scanned, so that a threat still decides the reason.
+    const scanOnly = verdict.lost;
+    const archiveHash = sha256Hex(input.bytes);
     const findings = new FindingTally();
     if (listing.commentBytes > 0) findings.add('archive-comment');
     const entries: ZipWriteEntry[] = [];
     const taken = new Set(
-      names.filter((name) => !name.isDirectory).map((name) => collisionKey(name.path)),
+      names
+        .filter((name): name is SafeName => name !== undefined && !name.isDirectory)
+        .map((name) => collisionKey(name.path)),
     );
 
     for (const [index, member] of listing.members.entries()) {
       context.deadline.check();
       const name = names[index];
-      if (!name) continue;
       if (member.commentBytes > 0) findings.add('archive-comment');
       if (hasForeignExtraFields(member)) findings.add('archive-metadata');
-      if (name.isDirectory) {
-        entries.push({ path: `${name.path}/`, directory: true, modifiedAt: member.modifiedAt });
+      if (member.isDirectory) {
+        if (name)
+          entries.push({ path: `${name.path}/`, directory: true, modifiedAt: member.modifiedAt });
         continue;
       }
-      const what = `member "${name.path}"`;
-      const bytes = await readMember(listing, member, context.budget.remaining, what);
-      context.budget.consume(bytes.length, what);
-      const memberInput = { bytes, fileName: name.path };
-      if (verdict.decided) {
+      if (!isReadable(member)) continue;
+      const what = `member "${name?.path ?? member.name}"`;
+      const bytes = await readMemberInto(verdict, listing, member, context, what);
+      if (!bytes) continue;
+      const memberInput = { bytes, fileName: name?.path ?? member.name };
+      if (scanOnly || !name) {
         verdict.addThreats(await context.scanMember(memberInput, archiveHash));
         continue;
       }
       const rebuilt = await verdict.capture(context.processMember(memberInput, archiveHash), what);
-      if (!rebuilt) continue;
-      findings.addAll(rebuilt.findings);
-      entries.push(toWriteEntry(rebuilt, name, member, taken));
+      if (rebuilt) {
+        findings.addAll(rebuilt.findings);
+        entries.push(toWriteEntry(rebuilt, name, member, taken));
+      } else if (hidesArchive(memberInput)) {
+        verdict.addThreats(await context.scanMember(memberInput, archiveHash));
+      }
     }
-    verdict.throwIfRejected();
-    return { bytes: await writeZip(entries), findings: findings.toArray() };
+    verdict.throwIfLost();
+    return {
+      bytes: await writeZip(entries),
+      findings: findings.toArray(),
+      manifest: { entryNames: entries.map((entry) => entry.path) },
+    };
   } finally {
     listing.file.close();
   }
 }
 
-/** Everything decidable from the central directory alone, in a fixed order of precedence. */
-function checkStructure(listing: ZipListing, context: EngineContext): SafeName[] {
-  const names: SafeName[] = [];
-  for (const member of listing.members) {
-    const checked = checkMemberName(member);
-    if (typeof checked === 'string') throw new Rejection('policy_violation', checked);
-    names.push(checked);
+/**
+ * Reads one member, recording corrupt data (a deflate error, a size lie) against the member so the
+ * others are still examined; running out of the content budget stops the whole archive.
+ */
+async function readMemberInto(
+  verdict: ArchiveVerdict,
+  listing: ZipListing,
+  member: ZipMember,
+  context: EngineContext,
+  what: string,
+): Promise<Uint8Array | undefined> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readMember(listing, member, context.budget.remaining, what);
+  } catch (error) {
+    if (!(error instanceof Rejection) || error.reason === 'file_too_large') throw error;
+    verdict.reject(new Rejection(error.reason, `${what}: ${error.message}`));
+    return undefined;
   }
-  const conflict = findNameConflict(names);
-  if (conflict !== undefined) throw new Rejection('policy_violation', conflict);
+  context.budget.consume(bytes.length, what);
+  return bytes;
+}
 
-  const encrypted = listing.members.find((member) => member.isEncrypted);
-  if (encrypted) {
-    throw new Rejection(
-      'password_protected',
-      `member "${encrypted.name}" is encrypted; it cannot be opened without its password`,
-    );
-  }
-  const unreadable = listing.members.find(
-    (member) =>
-      member.compressionMethod !== COMPRESSION_STORED &&
-      member.compressionMethod !== COMPRESSION_DEFLATED,
+function isReadable(member: ZipMember): boolean {
+  return (
+    !member.isEncrypted &&
+    (member.compressionMethod === COMPRESSION_STORED ||
+      member.compressionMethod === COMPRESSION_DEFLATED)
   );
-  if (unreadable) {
-    throw new Rejection(
-      'unsupported_file_type',
-      `member "${unreadable.name}" uses ${compressionName(unreadable.compressionMethod)} compression, which is not supported (only stored and deflate)`,
-    );
-  }
+}
 
+/**
+ * Declared sizes, before anything is inflated: a member past the expansion ratio or a total past
+ * what the content budget has left is `file_too_large` at once.
+ */
+function checkSizes(listing: ZipListing, context: EngineContext): void {
   let declared = 0;
   for (const member of listing.members) {
     declared += member.uncompressedSize;
@@ -120,42 +147,53 @@ function checkStructure(listing: ZipListing, context: EngineContext): SafeName[]
       `the archive's members expand to ${formatBytes(declared)}, past the ${formatBytes(context.limits.maxBytes)} ceiling`,
     );
   }
-  return names;
 }
 
 /**
- * APPNOTE 4.3.6: members are stored one after another. Data shared between members (the
- * "overlapping entries" of non-recursive zip bombs) or reaching past the central directory is
- * refused before anything is inflated.
+ * Everything decidable from the central directory about each member, recorded in the verdict:
+ * unsafe names, links, name conflicts (`policy_violation`), types off the allowlist and unknown
+ * compression (`unsupported_file_type`), encryption (`password_protected`).
+ * @returns each member's safe name, or `undefined` where the name is refused.
  */
-async function checkLayout(listing: ZipListing, archiveBytes: number): Promise<void> {
-  const spans: { start: number; end: number; name: string }[] = [];
-  for (const member of listing.members) {
-    const dataStart = await dataStartOf(listing, member);
-    spans.push({
-      start: member.localHeaderOffset,
-      end: dataStart + member.compressedSize,
-      name: member.name,
-    });
-  }
-  spans.sort((a, b) => a.start - b.start);
-  for (let i = 0; i < spans.length; i += 1) {
-    const span = spans[i];
-    const next = spans[i + 1];
-    if (!span) continue;
-    if (span.end > archiveBytes) {
-      throw new Rejection(
-        'invalid_file',
-        `member "${span.name}" reaches past the end of the archive`,
+function checkMembers(listing: ZipListing, verdict: ArchiveVerdict): (SafeName | undefined)[] {
+  const names = listing.members.map((member) => {
+    const checked = checkMemberName(member);
+    if (typeof checked !== 'string') return checked;
+    verdict.reject(new Rejection('policy_violation', checked));
+    return undefined;
+  });
+  const conflict = findNameConflict(names.filter((name): name is SafeName => name !== undefined));
+  if (conflict !== undefined) verdict.reject(new Rejection('policy_violation', conflict));
+  for (const [index, member] of listing.members.entries()) {
+    const name = names[index];
+    if (member.isEncrypted) {
+      verdict.reject(
+        new Rejection(
+          'password_protected',
+          `member "${member.name}" is encrypted; it cannot be opened without its password`,
+        ),
+      );
+    } else if (!isReadable(member)) {
+      verdict.reject(
+        new Rejection(
+          'unsupported_file_type',
+          `member "${member.name}" uses ${compressionName(member.compressionMethod)} compression, which is not supported (only stored and deflate)`,
+        ),
       );
     }
-    if (next && span.end > next.start) {
-      throw new Rejection(
-        'file_too_large',
-        `members "${span.name}" and "${next.name}" share compressed data (an overlapping-entry zip bomb)`,
+    if (name && !name.isDirectory && !formatForFileName(name.path)) {
+      const extension = extensionOf(name.path);
+      verdict.reject(
+        new Rejection(
+          'unsupported_file_type',
+          extension === ''
+            ? `member "${name.path}" has no file extension, so its type is not supported`
+            : `member "${name.path}": .${extension} files are not a supported type`,
+        ),
       );
     }
   }
+  return names;
 }
 
 /**

@@ -1,0 +1,409 @@
+import { u16le, u32le } from './bytes.ts';
+
+/**
+ * A strict, dependency-free zip reader (PKWARE APPNOTE 6.3.10). It reads the end record, every
+ * central-directory record and every local header, and holds them against each other; it never
+ * inflates. The rebuild uses it to refuse inconsistent archives, and verify before release uses it
+ * as a reader independent of the writer (yazl) and of the listing reader (yauzl).
+ */
+
+/** One member as both its central-directory record and its local header describe it. */
+export interface WalkedEntry {
+  /** Name bytes as stored. */
+  readonly nameBytes: Uint8Array;
+  /** The name decoded: UTF-8 when flag bit 11 is set or the bytes are ASCII; else `undefined`. */
+  readonly name: string | undefined;
+  readonly flags: number;
+  readonly method: number;
+  readonly crc32: number;
+  readonly compressedSize: number;
+  readonly uncompressedSize: number;
+  readonly localHeaderOffset: number;
+  /** First byte of the member's data. */
+  readonly dataStart: number;
+  /** First byte after the data and its data descriptor. */
+  readonly end: number;
+  readonly centralExtraBytes: number;
+  readonly localExtraBytes: number;
+  readonly commentBytes: number;
+  /** External attributes (APPNOTE 4.4.15). */
+  readonly externalAttributes: number;
+}
+
+/** A zip whose records all agree. */
+export interface WalkedZip {
+  readonly entries: readonly WalkedEntry[];
+  /** Length of the archive comment. */
+  readonly commentBytes: number;
+  readonly centralDirectoryStart: number;
+}
+
+/** The walk's answer: the archive, or the first inconsistency found, in words. */
+export type ZipWalk =
+  { readonly ok: true; readonly zip: WalkedZip } | { readonly ok: false; readonly problem: string };
+
+const LOCAL_HEADER = 0x04034b50;
+const CENTRAL_HEADER = 0x02014b50;
+const END_RECORD = 0x06054b50;
+const ZIP64_END_RECORD = 0x06064b50;
+const ZIP64_LOCATOR = 0x07064b50;
+const DATA_DESCRIPTOR = 0x08074b50;
+const END_RECORD_BYTES = 22;
+const ZIP64_LOCATOR_BYTES = 20;
+const CENTRAL_HEADER_BYTES = 46;
+const LOCAL_HEADER_BYTES = 30;
+const MAX_COMMENT_BYTES = 0xffff;
+const ZIP64_EXTRA = 0x0001;
+/** APPNOTE 4.4.4 flag bits that must be the same in both records. */
+const FLAG_ENCRYPTED = 0x0001;
+const FLAG_DATA_DESCRIPTOR = 0x0008;
+const FLAGS_COMPARED = FLAG_ENCRYPTED | FLAG_DATA_DESCRIPTOR | 0x0040 | 0x0800 | 0x2000;
+
+class Problem extends Error {}
+
+function fail(problem: string): never {
+  throw new Problem(problem);
+}
+
+/**
+ * Walks `bytes` as a zip: the end record must end the file, the central directory must end where
+ * the end record begins, every record must point at a local header that repeats its name, flags,
+ * method, CRC and sizes (or defers them to a data descriptor that does), members must follow one
+ * another with no gap and no overlap from offset 0 to the central directory, and directory entries
+ * must hold no data. Every offset and length is checked against the buffer before use.
+ */
+export function walkZip(bytes: Uint8Array): ZipWalk {
+  try {
+    return { ok: true, zip: walk(bytes) };
+  } catch (error) {
+    if (error instanceof Problem) return { ok: false, problem: error.message };
+    throw error;
+  }
+}
+
+function walk(bytes: Uint8Array): WalkedZip {
+  const end = findEndRecord(bytes);
+  const commentBytes = u16le(bytes, end + 20);
+  if (u16le(bytes, end + 4) !== 0 || u16le(bytes, end + 6) !== 0) {
+    fail('the archive spans several disks');
+  }
+  let count = u16le(bytes, end + 10);
+  let centralSize = u32le(bytes, end + 12);
+  let centralStart = u32le(bytes, end + 16);
+  if (u16le(bytes, end + 8) !== count) fail('the end record disagrees with itself on the count');
+  let centralEnd = end;
+  if (count === 0xffff || centralSize === 0xffffffff || centralStart === 0xffffffff) {
+    const zip64 = readZip64End(bytes, end);
+    count = zip64.count;
+    centralSize = zip64.centralSize;
+    centralStart = zip64.centralStart;
+    centralEnd = zip64.recordStart;
+  }
+  if (centralStart + centralSize !== centralEnd) {
+    fail('the central directory does not end where the end record begins');
+  }
+  const entries: WalkedEntry[] = [];
+  const owners = new Map<number, string>();
+  let offset = centralStart;
+  for (let index = 0; index < count; index += 1) {
+    const entry = readCentralRecord(bytes, offset, centralEnd, owners);
+    entries.push(entry.walked);
+    offset = entry.next;
+  }
+  if (offset !== centralEnd) {
+    fail('the central directory holds more records than the end record counts');
+  }
+  checkLayout(entries, centralStart, bytes);
+  return { entries, commentBytes, centralDirectoryStart: centralStart };
+}
+
+/** APPNOTE 4.3.16: the end record, whose comment must reach exactly to the end of the file. */
+function findEndRecord(bytes: Uint8Array): number {
+  const last = bytes.length - END_RECORD_BYTES;
+  if (last < 0) fail('the archive is shorter than an end record');
+  const first = Math.max(0, last - MAX_COMMENT_BYTES);
+  let seen = false;
+  for (let offset = last; offset >= first; offset -= 1) {
+    if (u32le(bytes, offset) !== END_RECORD) continue;
+    seen = true;
+    if (offset + END_RECORD_BYTES + u16le(bytes, offset + 20) === bytes.length) return offset;
+  }
+  return fail(
+    seen ? 'there is data after the end of the central directory' : 'there is no end record',
+  );
+}
+
+/** APPNOTE 4.3.14-4.3.15: the ZIP64 end record and its locator just before the end record. */
+function readZip64End(
+  bytes: Uint8Array,
+  end: number,
+): { count: number; centralSize: number; centralStart: number; recordStart: number } {
+  const locator = end - ZIP64_LOCATOR_BYTES;
+  if (locator < 0 || u32le(bytes, locator) !== ZIP64_LOCATOR) {
+    fail('the end record needs a ZIP64 end record, and there is none');
+  }
+  const recordStart = u64le(bytes, locator + 8);
+  if (recordStart + 56 > locator || u32le(bytes, recordStart) !== ZIP64_END_RECORD) {
+    fail('the ZIP64 locator does not point at a ZIP64 end record');
+  }
+  if (recordStart + 12 + u64le(bytes, recordStart + 4) !== locator) {
+    fail('the ZIP64 end record does not end at its locator');
+  }
+  const count = u64le(bytes, recordStart + 32);
+  if (u64le(bytes, recordStart + 24) !== count) {
+    fail('the ZIP64 end record disagrees with itself on the count');
+  }
+  return {
+    count,
+    centralSize: u64le(bytes, recordStart + 40),
+    centralStart: u64le(bytes, recordStart + 48),
+    recordStart,
+  };
+}
+
+interface Sizes {
+  uncompressed: number;
+  compressed: number;
+  offset: number;
+}
+
+function readCentralRecord(
+  bytes: Uint8Array,
+  offset: number,
+  limit: number,
+  owners: Map<number, string>,
+): { walked: WalkedEntry; next: number } {
+  if (offset + CENTRAL_HEADER_BYTES > limit || u32le(bytes, offset) !== CENTRAL_HEADER) {
+    fail('the central directory holds fewer records than the end record counts');
+  }
+  const nameLength = u16le(bytes, offset + 28);
+  const extraLength = u16le(bytes, offset + 30);
+  const commentLength = u16le(bytes, offset + 32);
+  const next = offset + CENTRAL_HEADER_BYTES + nameLength + extraLength + commentLength;
+  if (next > limit) fail('a central-directory record runs past the directory');
+  const nameBytes = bytes.subarray(offset + 46, offset + 46 + nameLength);
+  const extra = bytes.subarray(offset + 46 + nameLength, offset + 46 + nameLength + extraLength);
+  const flags = u16le(bytes, offset + 8);
+  const sizes = withZip64(
+    {
+      uncompressed: u32le(bytes, offset + 24),
+      compressed: u32le(bytes, offset + 20),
+      offset: u32le(bytes, offset + 42),
+    },
+    extra,
+    true,
+  );
+  if (u16le(bytes, offset + 34) !== 0 && u16le(bytes, offset + 34) !== 0xffff) {
+    fail('a member lives on another disk');
+  }
+  const central = {
+    nameBytes,
+    name: decodeName(nameBytes, flags),
+    flags,
+    method: u16le(bytes, offset + 10),
+    crc32: u32le(bytes, offset + 16),
+    compressedSize: sizes.compressed,
+    uncompressedSize: sizes.uncompressed,
+    localHeaderOffset: sizes.offset,
+    centralExtraBytes: extraLength,
+    commentBytes: commentLength,
+    externalAttributes: u32le(bytes, offset + 38),
+  };
+  const label = central.name ?? '(undecodable name)';
+  const owner = owners.get(central.localHeaderOffset);
+  if (owner !== undefined) {
+    fail(`members "${owner}" and "${label}" share one local entry (overlapping entries)`);
+  }
+  owners.set(central.localHeaderOffset, label);
+  const local = readLocalHeader(bytes, central);
+  return { walked: { ...central, ...local }, next };
+}
+
+/** APPNOTE 4.5.3: ZIP64 values replace, in order, only the fields that hold 0xFFFFFFFF. */
+function withZip64(sizes: Sizes, extra: Uint8Array, central: boolean): Sizes {
+  const needs = {
+    uncompressed: sizes.uncompressed === 0xffffffff,
+    compressed: sizes.compressed === 0xffffffff,
+    offset: central && sizes.offset === 0xffffffff,
+  };
+  if (!needs.uncompressed && !needs.compressed && !needs.offset) return sizes;
+  const field = findExtraField(extra, ZIP64_EXTRA);
+  if (!field) fail('a member needs a ZIP64 extra field, and has none');
+  let at = 0;
+  const take = (): number => {
+    if (at + 8 > field.length) fail('a ZIP64 extra field is too short');
+    const value = u64le(field, at);
+    at += 8;
+    return value;
+  };
+  const uncompressed = needs.uncompressed ? take() : sizes.uncompressed;
+  const compressed = needs.compressed ? take() : sizes.compressed;
+  const offset = needs.offset ? take() : sizes.offset;
+  return { uncompressed, compressed, offset };
+}
+
+function findExtraField(extra: Uint8Array, id: number): Uint8Array | undefined {
+  let at = 0;
+  while (at + 4 <= extra.length) {
+    const fieldId = u16le(extra, at);
+    const size = u16le(extra, at + 2);
+    if (at + 4 + size > extra.length) fail('an extra field runs past its header');
+    if (fieldId === id) return extra.subarray(at + 4, at + 4 + size);
+    at += 4 + size;
+  }
+  return undefined;
+}
+
+type CentralView = Omit<WalkedEntry, 'dataStart' | 'end' | 'localExtraBytes'>;
+
+/** APPNOTE 4.3.7 and 4.3.9: the local header, and the data descriptor when bit 3 defers to it. */
+function readLocalHeader(
+  bytes: Uint8Array,
+  central: CentralView,
+): Pick<WalkedEntry, 'dataStart' | 'end' | 'localExtraBytes'> {
+  const at = central.localHeaderOffset;
+  const label = `member "${central.name ?? '(undecodable name)'}"`;
+  if (at + LOCAL_HEADER_BYTES > bytes.length || u32le(bytes, at) !== LOCAL_HEADER) {
+    fail(`the central directory points ${label} at something that is not a local header`);
+  }
+  const nameLength = u16le(bytes, at + 26);
+  const extraLength = u16le(bytes, at + 28);
+  const dataStart = at + LOCAL_HEADER_BYTES + nameLength + extraLength;
+  if (dataStart > bytes.length) fail(`the local header of ${label} is truncated`);
+  const localName = bytes.subarray(at + 30, at + 30 + nameLength);
+  if (Buffer.compare(Buffer.from(localName), Buffer.from(central.nameBytes)) !== 0) {
+    fail(
+      `the local header of ${label} names it "${Buffer.from(localName).toString('latin1')}" (central directory and local header disagree)`,
+    );
+  }
+  const flags = u16le(bytes, at + 6);
+  if ((flags & FLAGS_COMPARED) !== (central.flags & FLAGS_COMPARED)) {
+    fail(`the central directory and the local header of ${label} disagree on its flags`);
+  }
+  if (u16le(bytes, at + 8) !== central.method) {
+    fail(`the central directory and the local header of ${label} disagree on its compression`);
+  }
+  const localExtra = bytes.subarray(at + 30 + nameLength, dataStart);
+  const crc = u32le(bytes, at + 14);
+  const declared = withZip64(
+    { uncompressed: u32le(bytes, at + 22), compressed: u32le(bytes, at + 18), offset: 0 },
+    localExtra,
+    false,
+  );
+  const dataEnd = dataStart + central.compressedSize;
+  if (dataEnd > bytes.length) fail(`${label} reaches past the end of the archive`);
+  let end = dataEnd;
+  if ((flags & FLAG_DATA_DESCRIPTOR) === 0) {
+    assertSameValues(label, central, { crc, ...declared });
+  } else {
+    // APPNOTE 4.4.4 bit 3: the local values are zero and the real ones follow the data.
+    const deferred = crc === 0 && declared.compressed === 0 && declared.uncompressed === 0;
+    if (!deferred) assertSameValues(label, central, { crc, ...declared });
+    end = readDataDescriptor(
+      bytes,
+      dataEnd,
+      central,
+      label,
+      findExtraField(localExtra, ZIP64_EXTRA) !== undefined,
+    );
+  }
+  if (central.name?.endsWith('/') === true && central.uncompressedSize > 0) {
+    fail(`the directory entry "${central.name}" carries ${central.uncompressedSize} bytes of data`);
+  }
+  return { dataStart, end, localExtraBytes: extraLength };
+}
+
+function assertSameValues(
+  label: string,
+  central: CentralView,
+  local: { crc: number; compressed: number; uncompressed: number },
+): void {
+  if (local.crc !== central.crc32) {
+    fail(`the central directory and the local header of ${label} disagree on its CRC-32`);
+  }
+  if (
+    local.compressed !== central.compressedSize ||
+    local.uncompressed !== central.uncompressedSize
+  ) {
+    fail(`the central directory and the local header of ${label} disagree on its sizes`);
+  }
+}
+
+function readDataDescriptor(
+  bytes: Uint8Array,
+  at: number,
+  central: CentralView,
+  label: string,
+  zip64: boolean,
+): number {
+  const signed = at + 4 <= bytes.length && u32le(bytes, at) === DATA_DESCRIPTOR;
+  const start = signed ? at + 4 : at;
+  const wide = zip64 || central.compressedSize >= 0xffffffff;
+  const length = wide ? 20 : 12;
+  if (start + length > bytes.length) fail(`the data descriptor of ${label} is truncated`);
+  const values = {
+    crc: u32le(bytes, start),
+    compressed: wide ? u64le(bytes, start + 4) : u32le(bytes, start + 4),
+    uncompressed: wide ? u64le(bytes, start + 12) : u32le(bytes, start + 8),
+  };
+  assertSameValues(label, central, values);
+  return start + length;
+}
+
+/**
+ * APPNOTE 4.3.6: members follow one another. Sorted by offset, each must start where the previous
+ * one ends, the first at 0, the last ending where the central directory starts; anything else is
+ * shared data (overlapping entries), a member the directory does not list, or hidden bytes.
+ */
+function checkLayout(
+  entries: readonly WalkedEntry[],
+  centralStart: number,
+  bytes: Uint8Array,
+): void {
+  const sorted = [...entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+  let expected = 0;
+  let previous: WalkedEntry | undefined;
+  for (const entry of sorted) {
+    if (entry.localHeaderOffset < expected && previous) {
+      fail(
+        `members "${previous.name ?? '?'}" and "${entry.name ?? '?'}" overlap (entries sharing data)`,
+      );
+    }
+    if (entry.localHeaderOffset > expected) gap(bytes, expected, entry.localHeaderOffset);
+    expected = entry.end;
+    previous = entry;
+  }
+  if (expected > centralStart) fail('a member overlaps the central directory');
+  if (expected < centralStart) gap(bytes, expected, centralStart);
+}
+
+function gap(bytes: Uint8Array, from: number, to: number): never {
+  for (let at = from; at + 4 <= to; at += 1) {
+    if (u32le(bytes, at) === LOCAL_HEADER) {
+      fail('the archive holds a local entry that the central directory does not list');
+    }
+  }
+  return fail(
+    from === 0
+      ? 'there is data before the first member'
+      : `there are ${to - from} unaccounted bytes between members`,
+  );
+}
+
+function decodeName(nameBytes: Uint8Array, flags: number): string | undefined {
+  const ascii = nameBytes.every((byte) => byte < 0x80);
+  if (!ascii && (flags & 0x0800) === 0) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(nameBytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Little-endian 64-bit read; values past 2^53 are refused as absurd for an in-memory file. */
+function u64le(bytes: Uint8Array, offset: number): number {
+  if (offset + 8 > bytes.length) fail('a ZIP64 field runs past the end of the archive');
+  const high = u32le(bytes, offset + 4);
+  if (high > 0x1fffff) fail('a ZIP64 field holds an impossible value');
+  return high * 0x100000000 + u32le(bytes, offset);
+}

@@ -1,0 +1,150 @@
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+
+import { asBuffer } from '../../_internal/bytes.ts';
+import { Rejection } from '../../_internal/rejection.ts';
+import {
+  COMPRESSION_DEFLATED,
+  COMPRESSION_STORED,
+  openZip,
+  readMember,
+} from '../../_internal/zip-reader.ts';
+import { sniff } from '../../detect/sniff.ts';
+import { isDisarmError } from '../../errors.ts';
+import { formatForFileName } from '../../formats.ts';
+import { entryLimitRejection, formatBytes } from '../../limits.ts';
+import type { DetectedFile, EngineContext } from '../types.ts';
+
+const gunzipAsync = promisify(gunzip);
+
+interface Level {
+  readonly bytes: Uint8Array;
+  readonly kind: 'zip' | 'gzip';
+  /** 0 for the submitted archive, as `EngineContext.depth`. */
+  readonly depth: number;
+}
+
+/**
+ * The cheap pre-pass over a submitted archive (ARCHITECTURE "Limits ... checked before the work
+ * they bound"): lists the central directory of every level of the tree, inflating only nested
+ * archives, and refuses from the listings alone when the whole tree holds more than `maxEntries`
+ * entries or nests deeper than `maxDepth` (`policy_violation`), or when the sizes its members
+ * declare add up past `maxBytes` (`file_too_large`). Nothing is scanned or rebuilt here, so a file
+ * the budgets refuse costs milliseconds instead of the time budget.
+ *
+ * Levels that cannot be listed are left to the rebuild, which reports them precisely.
+ */
+export async function preflightArchive(input: DetectedFile, context: EngineContext): Promise<void> {
+  const { limits } = context;
+  const pending: Level[] = [
+    { bytes: input.bytes, kind: input.format.kind === 'gzip' ? 'gzip' : 'zip', depth: 0 },
+  ];
+  let entries = 0;
+  let declared = 0;
+  let inflated = 0;
+  const count = (more: number, bytes: number): void => {
+    entries += more;
+    declared += bytes;
+    if (entries > limits.maxEntries) throw entryLimitRejection(limits.maxEntries, entries);
+    if (declared > limits.maxBytes) {
+      throw new Rejection(
+        'file_too_large',
+        `the archive and the archives inside it declare ${formatBytes(declared)} of content, past the ${formatBytes(limits.maxBytes)} ceiling`,
+      );
+    }
+  };
+  for (let level = pending.pop(); level; level = pending.pop()) {
+    context.deadline.check();
+    if (level.depth >= limits.maxDepth) {
+      throw new Rejection(
+        'policy_violation',
+        `archives nest more than ${limits.maxDepth} levels deep`,
+      );
+    }
+    const nested =
+      level.kind === 'gzip'
+        ? await listGzip(level, limits.maxBytes - inflated, context, count)
+        : await listZip(level, limits.maxBytes - inflated, context, count);
+    for (const child of nested) {
+      inflated += child.bytes.length;
+      pending.push(child);
+    }
+  }
+}
+
+type Count = (entries: number, bytes: number) => void;
+
+async function listGzip(
+  level: Level,
+  maxBytes: number,
+  context: EngineContext,
+  count: Count,
+): Promise<Level[]> {
+  let inner: Buffer;
+  try {
+    inner = await context.deadline.race(
+      gunzipAsync(asBuffer(level.bytes), { maxOutputLength: Math.max(1, maxBytes) }),
+    );
+  } catch (error) {
+    if (isDisarmError(error)) throw error;
+    if (error instanceof Error && 'code' in error && error.code === 'ERR_BUFFER_TOO_LARGE') {
+      throw new Rejection('file_too_large', 'the gzip data expands past the content ceiling');
+    }
+    // Corrupt data: the rebuild reports it precisely.
+    return [];
+  }
+  count(1, inner.length);
+  const kind = sniff(inner);
+  return kind === 'zip' || kind === 'gzip' ? [{ bytes: inner, kind, depth: level.depth + 1 }] : [];
+}
+
+async function listZip(
+  level: Level,
+  maxBytes: number,
+  context: EngineContext,
+  count: Count,
+): Promise<Level[]> {
+  let listing;
+  try {
+    listing = await openZip(level.bytes, context.limits.maxEntries);
+  } catch (error) {
+    if (error instanceof Rejection && error.reason === 'policy_violation') throw error;
+    if (error instanceof Rejection) return [];
+    throw error;
+  }
+  try {
+    count(
+      listing.members.length,
+      listing.members.reduce((sum, member) => sum + member.uncompressedSize, 0),
+    );
+    const nested: Level[] = [];
+    let left = maxBytes;
+    for (const member of listing.members) {
+      context.deadline.check();
+      const format = formatForFileName(member.name);
+      if (
+        member.isDirectory ||
+        member.isEncrypted ||
+        format?.family !== 'archive' ||
+        (member.compressionMethod !== COMPRESSION_STORED &&
+          member.compressionMethod !== COMPRESSION_DEFLATED)
+      ) {
+        continue;
+      }
+      let bytes: Uint8Array;
+      try {
+        bytes = await readMember(listing, member, left, `member "${member.name}"`);
+      } catch (error) {
+        if (error instanceof Rejection && error.reason === 'file_too_large') throw error;
+        if (error instanceof Rejection) continue;
+        throw error;
+      }
+      left -= bytes.length;
+      const kind = sniff(bytes);
+      if (kind === 'zip' || kind === 'gzip') nested.push({ bytes, kind, depth: level.depth + 1 });
+    }
+    return nested;
+  } finally {
+    listing.file.close();
+  }
+}

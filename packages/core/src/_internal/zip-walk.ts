@@ -182,7 +182,10 @@ function readCentralRecord(
   const next = offset + CENTRAL_HEADER_BYTES + nameLength + extraLength + commentLength;
   if (next > limit) fail('a central-directory record runs past the directory');
   const nameBytes = bytes.subarray(offset + 46, offset + 46 + nameLength);
-  const extra = bytes.subarray(offset + 46 + nameLength, offset + 46 + nameLength + extraLength);
+  const extra: Range = {
+    start: offset + 46 + nameLength,
+    end: offset + 46 + nameLength + extraLength,
+  };
   const flags = u16le(bytes, offset + 8);
   const sizes = withZip64(
     {
@@ -190,6 +193,7 @@ function readCentralRecord(
       compressed: u32le(bytes, offset + 20),
       offset: u32le(bytes, offset + 42),
     },
+    bytes,
     extra,
     true,
   );
@@ -220,19 +224,25 @@ function readCentralRecord(
 }
 
 /** APPNOTE 4.5.3: ZIP64 values replace, in order, only the fields that hold 0xFFFFFFFF. */
-function withZip64(sizes: Sizes, extra: Uint8Array, central: boolean): Sizes {
+/** A span of the archive, `[start, end)`. */
+interface Range {
+  readonly start: number;
+  readonly end: number;
+}
+
+function withZip64(sizes: Sizes, bytes: Uint8Array, extra: Range, central: boolean): Sizes {
   const needs = {
     uncompressed: sizes.uncompressed === 0xffffffff,
     compressed: sizes.compressed === 0xffffffff,
     offset: central && sizes.offset === 0xffffffff,
   };
   if (!needs.uncompressed && !needs.compressed && !needs.offset) return sizes;
-  const field = findExtraField(extra, ZIP64_EXTRA);
+  const field = findExtraField(bytes, extra, ZIP64_EXTRA);
   if (!field) fail('a member needs a ZIP64 extra field, and has none');
-  let at = 0;
+  let at = field.start;
   const take = (): number => {
-    if (at + 8 > field.length) fail('a ZIP64 extra field is too short');
-    const value = u64le(field, at);
+    if (at + 8 > field.end) fail('a ZIP64 extra field is too short');
+    const value = u64le(bytes, at);
     at += 8;
     return value;
   };
@@ -242,13 +252,13 @@ function withZip64(sizes: Sizes, extra: Uint8Array, central: boolean): Sizes {
   return { uncompressed, compressed, offset };
 }
 
-function findExtraField(extra: Uint8Array, id: number): Uint8Array | undefined {
-  let at = 0;
-  while (at + 4 <= extra.length) {
-    const fieldId = u16le(extra, at);
-    const size = u16le(extra, at + 2);
-    if (at + 4 + size > extra.length) fail('an extra field runs past its header');
-    if (fieldId === id) return extra.subarray(at + 4, at + 4 + size);
+function findExtraField(bytes: Uint8Array, extra: Range, id: number): Range | undefined {
+  let at = extra.start;
+  while (at + 4 <= extra.end) {
+    const fieldId = u16le(bytes, at);
+    const size = u16le(bytes, at + 2);
+    if (at + 4 + size > extra.end) fail('an extra field runs past its header');
+    if (fieldId === id) return { start: at + 4, end: at + 4 + size };
     at += 4 + size;
   }
   return undefined;
@@ -270,10 +280,9 @@ function readLocalHeader(
   const extraLength = u16le(bytes, at + 28);
   const dataStart = at + LOCAL_HEADER_BYTES + nameLength + extraLength;
   if (dataStart > bytes.length) fail(`the local header of ${label} is truncated`);
-  const localName = bytes.subarray(at + 30, at + 30 + nameLength);
-  if (Buffer.compare(Buffer.from(localName), Buffer.from(central.nameBytes)) !== 0) {
+  if (!sameBytes(bytes, at + 30, nameLength, central.nameBytes)) {
     fail(
-      `the local header of ${label} names it "${Buffer.from(localName).toString('latin1')}" (central directory and local header disagree)`,
+      `the local header of ${label} names it "${Buffer.from(bytes.subarray(at + 30, at + 30 + nameLength)).toString('latin1')}" (central directory and local header disagree)`,
     );
   }
   const flags = u16le(bytes, at + 6);
@@ -283,10 +292,11 @@ function readLocalHeader(
   if (u16le(bytes, at + 8) !== central.method) {
     fail(`the central directory and the local header of ${label} disagree on its compression`);
   }
-  const localExtra = bytes.subarray(at + 30 + nameLength, dataStart);
+  const localExtra: Range = { start: at + 30 + nameLength, end: dataStart };
   const crc = u32le(bytes, at + 14);
   const declared = withZip64(
     { uncompressed: u32le(bytes, at + 22), compressed: u32le(bytes, at + 18), offset: 0 },
+    bytes,
     localExtra,
     false,
   );
@@ -304,7 +314,7 @@ function readLocalHeader(
       dataEnd,
       central,
       label,
-      findExtraField(localExtra, ZIP64_EXTRA) !== undefined,
+      findExtraField(bytes, localExtra, ZIP64_EXTRA) !== undefined,
     );
   }
   if (central.name?.endsWith('/') === true && central.uncompressedSize > 0) {
@@ -390,14 +400,29 @@ function gap(bytes: Uint8Array, from: number, to: number): never {
   );
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function decodeName(nameBytes: Uint8Array, flags: number): string | undefined {
   const ascii = nameBytes.every((byte) => byte < 0x80);
-  if (!ascii && (flags & 0x0800) === 0) return undefined;
+  if (ascii) return String.fromCharCode(...nameBytes);
+  if ((flags & 0x0800) === 0) return undefined;
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(nameBytes);
+    return UTF8.decode(nameBytes);
   } catch {
     return undefined;
   }
+}
+
+/** True when `bytes` holds `expected` at `start`, `length` bytes long. */
+function sameBytes(
+  bytes: Uint8Array,
+  start: number,
+  length: number,
+  expected: Uint8Array,
+): boolean {
+  if (length !== expected.length) return false;
+  for (let i = 0; i < length; i += 1) if (bytes[start + i] !== expected[i]) return false;
+  return true;
 }
 
 /** Little-endian 64-bit read; values past 2^53 are refused as absurd for an in-memory file. */

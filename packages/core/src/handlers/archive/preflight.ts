@@ -1,14 +1,10 @@
 import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
+import { gunzip, inflateRaw } from 'node:zlib';
 
 import { asBuffer } from '../../_internal/bytes.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import {
-  COMPRESSION_DEFLATED,
-  COMPRESSION_STORED,
-  openZip,
-  readMember,
-} from '../../_internal/zip-reader.ts';
+import { COMPRESSION_DEFLATED, COMPRESSION_STORED } from '../../_internal/zip-reader.ts';
+import { walkZip } from '../../_internal/zip-walk.ts';
 import { sniff } from '../../detect/sniff.ts';
 import { isDisarmError } from '../../errors.ts';
 import { formatForFileName } from '../../formats.ts';
@@ -16,6 +12,9 @@ import { entryLimitRejection, formatBytes } from '../../limits.ts';
 import type { DetectedFile, EngineContext } from '../types.ts';
 
 const gunzipAsync = promisify(gunzip);
+const inflateRawAsync = promisify(inflateRaw);
+/** APPNOTE 4.4.4 bit 0. */
+const FLAG_ENCRYPTED = 0x0001;
 
 interface Level {
   readonly bytes: Uint8Array;
@@ -104,47 +103,51 @@ async function listZip(
   context: EngineContext,
   count: Count,
 ): Promise<Level[]> {
-  let listing;
-  try {
-    listing = await openZip(level.bytes, context.limits.maxEntries);
-  } catch (error) {
-    if (error instanceof Rejection && error.reason === 'policy_violation') throw error;
-    if (error instanceof Rejection) return [];
-    throw error;
-  }
-  try {
-    count(
-      listing.members.length,
-      listing.members.reduce((sum, member) => sum + member.uncompressedSize, 0),
-    );
-    const nested: Level[] = [];
-    let left = maxBytes;
-    for (const member of listing.members) {
-      context.deadline.check();
-      const format = formatForFileName(member.name);
-      if (
-        member.isDirectory ||
-        member.isEncrypted ||
-        format?.family !== 'archive' ||
-        (member.compressionMethod !== COMPRESSION_STORED &&
-          member.compressionMethod !== COMPRESSION_DEFLATED)
-      ) {
-        continue;
-      }
-      let bytes: Uint8Array;
-      try {
-        bytes = await readMember(listing, member, left, `member "${member.name}"`);
-      } catch (error) {
-        if (error instanceof Rejection && error.reason === 'file_too_large') throw error;
-        if (error instanceof Rejection) continue;
-        throw error;
-      }
-      left -= bytes.length;
-      const kind = sniff(bytes);
-      if (kind === 'zip' || kind === 'gzip') nested.push({ bytes, kind, depth: level.depth + 1 });
+  // The strict walker lists without an event-loop turn per entry; a level it cannot walk is left
+  // to the rebuild, which reports it precisely.
+  const walk = walkZip(level.bytes);
+  if (!walk.ok) return [];
+  const { entries } = walk.zip;
+  count(
+    entries.length,
+    entries.reduce((sum, entry) => sum + entry.uncompressedSize, 0),
+  );
+  const nested: Level[] = [];
+  let left = maxBytes;
+  for (const entry of entries) {
+    context.deadline.check();
+    if (
+      (entry.flags & FLAG_ENCRYPTED) !== 0 ||
+      formatForFileName(entry.name ?? '')?.family !== 'archive' ||
+      (entry.method !== COMPRESSION_STORED && entry.method !== COMPRESSION_DEFLATED)
+    ) {
+      continue;
     }
-    return nested;
-  } finally {
-    listing.file.close();
+    if (entry.uncompressedSize > left) {
+      throw new Rejection(
+        'file_too_large',
+        `member "${entry.name ?? ''}" expands past the content ceiling`,
+      );
+    }
+    const stored = asBuffer(level.bytes).subarray(
+      entry.dataStart,
+      entry.dataStart + entry.compressedSize,
+    );
+    let bytes: Uint8Array;
+    try {
+      bytes =
+        entry.method === COMPRESSION_STORED
+          ? stored
+          : await context.deadline.race(
+              inflateRawAsync(stored, { maxOutputLength: Math.max(1, entry.uncompressedSize) }),
+            );
+    } catch (error) {
+      if (isDisarmError(error)) throw error;
+      continue;
+    }
+    left -= bytes.length;
+    const kind = sniff(bytes);
+    if (kind === 'zip' || kind === 'gzip') nested.push({ bytes, kind, depth: level.depth + 1 });
   }
+  return nested;
 }

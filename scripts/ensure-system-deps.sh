@@ -8,6 +8,7 @@ set -euo pipefail
 REQUIRED=(
   unzip:unzip
   chromium:chromium
+  qpdf:qpdf
 )
 
 missing=()

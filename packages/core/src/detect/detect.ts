@@ -1,7 +1,9 @@
 import { Rejection } from '../_internal/rejection.ts';
 import type { ContentKind, FormatRow } from '../formats.ts';
 import type { Limits } from '../limits.ts';
-import { probeCompoundFile } from './cfb-probe.ts';
+import { openCompoundFile } from '../_internal/cfb-reader.ts';
+import { classifyCompoundFile, compoundEncryption, probeCompoundFile } from './cfb-probe.ts';
+import { probePdfEncryption } from './pdf-encryption.ts';
 import { probeImage } from './image-probe.ts';
 import { sniff } from './sniff.ts';
 import type { Sniffed } from './sniff.ts';
@@ -74,8 +76,13 @@ export async function assertContentMatches(
     case 'excel-binary':
     case 'powerpoint-binary': {
       if (sniffed !== 'cfb') throw mismatch(format, DESCRIPTIONS[sniffed]);
-      const kind = probeCompoundFile(bytes, what);
+      const file = openCompoundFile(bytes, what);
+      const kind = classifyCompoundFile(file);
       if (kind === 'encrypted-ooxml') throw encryptedOoxml();
+      const encrypted = compoundEncryption(file, kind);
+      if (encrypted !== undefined && kind === format.kind) {
+        throw new Rejection('password_protected', encrypted);
+      }
       if (kind !== format.kind) {
         throw mismatch(
           format,
@@ -123,7 +130,16 @@ export async function assertContentMatches(
       return;
     }
     case 'pdf':
-    case 'fdf':
+    case 'fdf': {
+      if (sniffed !== format.kind) throw mismatch(format, DESCRIPTIONS[sniffed]);
+      // Before the rebuild: a PDF that needs a user password is the file's property, not a fault.
+      const encryption = probePdfEncryption(bytes);
+      if (encryption.state === 'password') {
+        throw new Rejection('password_protected', encryption.detail);
+      }
+      if (encryption.state === 'corrupt') throw new Rejection('invalid_file', encryption.detail);
+      return;
+    }
     case 'rtf':
     case 'zip':
     case 'gzip':

@@ -7,14 +7,15 @@ import type { FileInput } from '../types.ts';
 
 /**
  * Which rejection an archive gets when it has several, most decisive first: what its content is
- * (a threat), what the policy forbids (names, links, nesting, entry budget), what type is not
- * accepted (the spec's archive rule), what cannot be opened, what is corrupt, what is too large.
+ * (a threat), what the policy forbids (names, links, nesting, entry budget), what cannot be opened
+ * (an encrypted member hides its type too), what type is not accepted (the spec's archive rule),
+ * what is corrupt, what is too large.
  */
 const PRECEDENCE: readonly RejectionReason[] = [
   'threat_detected',
   'policy_violation',
-  'unsupported_file_type',
   'password_protected',
+  'unsupported_file_type',
   'invalid_file',
   'file_too_large',
 ];

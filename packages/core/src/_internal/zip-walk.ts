@@ -306,9 +306,13 @@ function readLocalHeader(
   if ((flags & FLAG_DATA_DESCRIPTOR) === 0) {
     assertSameValues(label, central, { crc, ...declared });
   } else {
-    // APPNOTE 4.4.4 bit 3: the local values are zero and the real ones follow the data.
-    const deferred = crc === 0 && declared.compressed === 0 && declared.uncompressed === 0;
-    if (!deferred) assertSameValues(label, central, { crc, ...declared });
+    // APPNOTE 4.4.4 bit 3: the local values are zero and the real ones follow the data. Some
+    // writers (macOS Archive Utility) fill in some of them; each must then be the true one.
+    assertSameValues(label, central, {
+      crc: crc === 0 ? central.crc32 : crc,
+      compressed: declared.compressed === 0 ? central.compressedSize : declared.compressed,
+      uncompressed: declared.uncompressed === 0 ? central.uncompressedSize : declared.uncompressed,
+    });
     end = readDataDescriptor(
       bytes,
       dataEnd,

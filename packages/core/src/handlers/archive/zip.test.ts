@@ -592,6 +592,20 @@ describe('zip structure', () => {
     ]);
   });
 
+  it('accepts a macOS Archive Utility zip: data descriptors, the size also in the local header', async () => {
+    const png = await buildImage('png');
+    const input = buildRawZip([
+      {
+        name: 'a.png',
+        data: png,
+        method: 8,
+        dataDescriptor: true,
+        local: { uncompressedSize: png.length },
+      },
+    ]);
+    expect(cleaned(await run(input)).format).toBe('zip');
+  });
+
   it('refuses a data descriptor that disagrees with the directory', async () => {
     const input = buildRawZip([
       { name: 'a.png', data: await buildImage('png'), dataDescriptor: true, local: { crc: 7 } },

@@ -173,11 +173,6 @@ export class EntryBudget {
     this.#maxEntries = maxEntries;
   }
 
-  /** Entries counted so far. */
-  get used(): number {
-    return this.#used;
-  }
-
   /** Counts `entries` more; rejects with `policy_violation` past the limit. */
   consume(entries: number): void {
     this.#used += entries;

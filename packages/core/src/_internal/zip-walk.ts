@@ -35,7 +35,6 @@ export interface WalkedZip {
   readonly entries: readonly WalkedEntry[];
   /** Length of the archive comment. */
   readonly commentBytes: number;
-  readonly centralDirectoryStart: number;
 }
 
 /** The walk's answer: the archive, or the first inconsistency found, in words. */
@@ -114,7 +113,7 @@ function walk(bytes: Uint8Array): WalkedZip {
     fail('the central directory holds more records than the end record counts');
   }
   checkLayout(entries, centralStart, bytes);
-  return { entries, commentBytes, centralDirectoryStart: centralStart };
+  return { entries, commentBytes };
 }
 
 /** APPNOTE 4.3.16: the end record, whose comment must reach exactly to the end of the file. */

@@ -33,7 +33,11 @@ async function failedCheck(output: HandlerOutput): Promise<string> {
 
 function raw(entries: RawZipEntry[], options: Parameters<typeof buildRawZip>[1] = {}) {
   return {
-    bytes: buildRawZip(entries, options),
+    // As our writer does: made on Unix, regular files.
+    bytes: buildRawZip(
+      entries.map((entry) => ({ unixMode: 0o100644, ...entry })),
+      options,
+    ),
     findings: [],
     manifest: { entryNames: entries.map((entry) => String(entry.name)) },
   };
@@ -92,6 +96,11 @@ describe('archive verify before release', () => {
       'archive.not-encrypted',
     ],
     ['a device name', () => raw([{ name: 'CON.png', data: 'x' }]), 'archive.names'],
+    [
+      'a symbolic link',
+      () => raw([{ name: 'a.png', data: '/etc/passwd', unixMode: 0o120777 }]),
+      'archive.modes',
+    ],
     [
       'a name written twice',
       () =>

@@ -14,6 +14,10 @@ const inflateRawAsync = promisify(inflateRaw);
 
 /** APPNOTE 4.4.4 flag bits meaning encryption: traditional, strong, central directory. */
 const ENCRYPTION_FLAGS = 0x0001 | 0x0040 | 0x2000;
+/** Unix file-type bits of the external attributes' upper half (st_mode & S_IFMT). */
+const S_IFMT = 0o170000;
+const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
 
 /**
  * Archive checks of verify before release. The written zip (a gz input is returned as one too) is
@@ -25,6 +29,7 @@ const ENCRYPTION_FLAGS = 0x0001 | 0x0040 | 0x2000;
  * - `archive.no-comment`, `archive.no-extra-fields`: our writer writes neither;
  * - `archive.not-encrypted`, `archive.methods`: no encrypted member, only stored and deflate;
  * - `archive.names`: every name decodes and passes the member-name rules, none twice;
+ * - `archive.modes`: every entry is a regular file or a directory (no link, device or FIFO);
  * - `archive.data`: every member inflates to its declared size and CRC-32;
  * - `archive.relist`: the names and their count are exactly those the rebuild decided to write.
  */
@@ -80,6 +85,14 @@ function checkEntry(entry: WalkedEntry): string {
   }
   const problem = pathProblem(name);
   if (problem !== undefined) throw new VerifyFailure('archive.names', problem);
+  // Our writer marks entries as made on Unix with a regular-file or directory mode.
+  const type = (entry.externalAttributes >>> 16) & S_IFMT;
+  if (type !== (name.endsWith('/') ? S_IFDIR : S_IFREG)) {
+    throw new VerifyFailure(
+      'archive.modes',
+      `entry "${name}" has file type ${type.toString(8)}, not a regular file or directory`,
+    );
+  }
   return name;
 }
 

@@ -8,6 +8,7 @@ set -euo pipefail
 REQUIRED=(
   unzip:unzip
   chromium:chromium
+  libimage-exiftool-perl:exiftool
 )
 
 missing=()

@@ -191,6 +191,8 @@ function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']
   }
 }
 
+const MM_PER_INCH = 25.4;
+
 /** Bytes of one DCT coefficient (T.81 F.1.1.2: 16-bit in libjpeg's JCOEF). */
 const COEFFICIENT_BYTES = 2;
 
@@ -262,10 +264,22 @@ function encode(pipeline: Sharp, kind: SharpKind, metadata: Metadata, bytes: Uin
       return isLosslessWebp(bytes)
         ? pipeline.webp({ lossless: true, effort: 4 })
         : pipeline.webp({ quality: LOSSY_QUALITY, alphaQuality: 100, effort: 4 });
-    case 'tiff':
+    case 'tiff': {
+      // TIFF 6.0 section 8: XResolution/YResolution/ResolutionUnit are baseline fields; sharp
+      // writes them from these options (pixels per millimetre), 1/mm when the input had none.
+      const resolution =
+        metadata.density !== undefined && metadata.density > 0
+          ? {
+              xres: metadata.density / MM_PER_INCH,
+              yres: metadata.density / MM_PER_INCH,
+              resolutionUnit:
+                metadata.resolutionUnit === 'cm' ? ('cm' as const) : ('inch' as const),
+            }
+          : {};
       return tiffUsesJpeg(bytes)
-        ? pipeline.tiff({ compression: 'jpeg', quality: LOSSY_QUALITY })
-        : pipeline.tiff({ compression: 'lzw', predictor: 'horizontal' });
+        ? pipeline.tiff({ compression: 'jpeg', quality: LOSSY_QUALITY, ...resolution })
+        : pipeline.tiff({ compression: 'lzw', predictor: 'horizontal', ...resolution });
+    }
   }
 }
 

@@ -253,6 +253,37 @@ describe('PNG, WebP, TIFF, GIF and BMP as editors and attackers write them', () 
   });
 });
 
+describe('colour spaces', () => {
+  it('converts CMYK to sRGB and drops its profile', async () => {
+    const input = await sharp(await buildImage('jpeg', { width: 32, height: 24 }))
+      .withIccProfile('cmyk')
+      .toColourspace('cmyk')
+      .jpeg()
+      .toBuffer();
+    expect((await sharp(input).metadata()).space).toBe('cmyk');
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'print.jpg' }));
+    expectPixelsOnly(outcome.bytes, 'jpg', input);
+    const after = await sharp(outcome.bytes).metadata();
+    expect([after.space, after.channels, after.icc]).toEqual(['srgb', 3, undefined]);
+    expect(count(outcome, 'colour-profile')).toBe(1);
+  });
+
+  it('replaces a recognised grey profile (hostile private tag included) by our grey copy', async () => {
+    const grey = await sharp(await buildImage('png', { width: 16, height: 16 }))
+      .toColourspace('b-w')
+      .png()
+      .toBuffer();
+    const input = withPngChunks(grey, [
+      iccPngChunk(hostileProfile(canonicalProfile('grey-gamma-2.2'))),
+    ]);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'grey.png' }));
+    expectPixelsOnly(outcome.bytes, 'png', input);
+    const after = await sharp(outcome.bytes).metadata();
+    expect(after.channels).toBe(1);
+    expect(after.icc).toEqual(Buffer.from(canonicalProfile('grey-gamma-2.2')));
+  });
+});
+
 describe('decode budget from the headers', () => {
   it('refuses a progressive CMYK JPEG of 100 MP before decoding it', async () => {
     const input = await progressiveCmykJpeg(10_000, 10_000);

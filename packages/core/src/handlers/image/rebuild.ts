@@ -98,6 +98,9 @@ async function rebuildWithSharp(
   }
   if (metadata.depth === 'ushort' && (kind === 'png' || kind === 'tiff')) {
     pipeline = pipeline.toColourspace(isGrey(metadata) ? 'grey16' : 'rgb16');
+  } else if (recognised === 'grey-gamma-2.2') {
+    // libvips' profile transform widens to three bands; a grey profile needs grey pixels.
+    pipeline = pipeline.toColourspace('b-w');
   }
   try {
     if (kind === 'gif') {

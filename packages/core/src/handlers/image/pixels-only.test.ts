@@ -1,5 +1,9 @@
 import {
   buildImage,
+  ensureExiftool,
+  exiftoolTags,
+  exiftoolWrite,
+  unexpectedImageTags,
   buildPaletteGif,
   builtInProfile,
   decodePixels,
@@ -25,7 +29,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
-import { exiftoolTags, exiftoolWrite, ensureExiftool, unexpectedTags } from './_test/exiftool.ts';
 import { decodeBmp } from './bmp/decode.ts';
 import { canonicalProfile } from './icc.ts';
 import { assertPixelsOnly } from './verify.ts';
@@ -53,7 +56,7 @@ function expectPixelsOnly(bytes: Uint8Array, extension: string, input: Uint8Arra
   expect(output.equals(Buffer.from(input))).toBe(false);
   expect(output.includes(SCRIPT_PAYLOAD)).toBe(false);
   expect(output.includes(ZIP_SIGNATURE)).toBe(false);
-  expect(unexpectedTags(exiftoolTags(bytes, extension))).toEqual([]);
+  expect(unexpectedImageTags(exiftoolTags(bytes, extension))).toEqual([]);
   assertPixelsOnly(bytes, extension);
 }
 
@@ -377,7 +380,7 @@ describe('deterministic and idempotent', () => {
       expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
       const again = cleaned(await disarm({ bytes: first.bytes, fileName: `a.${extension}` }));
       expect(again.findings).toEqual([]);
-      expect(unexpectedTags(exiftoolTags(again.bytes, extension))).toEqual([]);
+      expect(unexpectedImageTags(exiftoolTags(again.bytes, extension))).toEqual([]);
       assertPixelsOnly(again.bytes, extension);
     },
   );

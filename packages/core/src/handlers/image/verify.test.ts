@@ -1,5 +1,7 @@
 import {
   buildImage,
+  ensureExiftool,
+  exiftoolWrite,
   builtInProfile,
   gifExtensions,
   iccJpegSegments,
@@ -17,7 +19,6 @@ import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
 import { VerifyFailure } from '../types.ts';
-import { ensureExiftool, exiftoolWrite } from './_test/exiftool.ts';
 import { encodeBmp } from './bmp/encode.ts';
 import { canonicalProfile } from './icc.ts';
 import { assertPixelsOnly } from './verify.ts';

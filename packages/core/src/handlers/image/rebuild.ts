@@ -164,7 +164,9 @@ interface DecodeCostInput {
  * Refuses from the headers alone an image whose decode would cost more than the limits allow:
  * pixels of all frames against `maxPixels`, and the estimated memory (decoded samples, the
  * re-encoded copy, and for progressive or multi-scan JPEG the coefficient buffers libjpeg keeps
- * for the whole image, T.81 G.1.2) against `maxDecodeBytes`.
+ * for the whole image, T.81 G.1.2, on the decoding and, when progressive, the encoding side)
+ * against `maxDecodeBytes`. Measured (bench/adversarial-images.ts): a 25 MP progressive CMYK
+ * JPEG estimated at 600 MB peaks 600 MiB above the process floor.
  */
 function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']): void {
   const { metadata, frames, frameHeight, kind } = input;
@@ -180,11 +182,12 @@ function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']
   let estimate = pixels * channels * sampleBytes + pixels * Math.max(3, channels) * sampleBytes;
   if (kind === 'jpeg') {
     const layout = readJpegScanLayout(input.bytes);
+    const paddedPixels = Math.ceil(metadata.width / 8) * 8 * Math.ceil(metadata.height / 8) * 8;
     if (layout.progressive || layout.scans > 1) {
-      const blocksWide = Math.ceil(metadata.width / 8) * 8;
-      const blocksHigh = Math.ceil(metadata.height / 8) * 8;
-      estimate += blocksWide * blocksHigh * channels * COEFFICIENT_BYTES;
+      estimate += paddedPixels * channels * COEFFICIENT_BYTES;
     }
+    // A progressive output (the input's mode is kept) is buffered whole by the encoder too.
+    if (layout.progressive) estimate += paddedPixels * Math.max(3, channels) * COEFFICIENT_BYTES;
   }
   if (estimate > limits.maxDecodeBytes) {
     throw new Rejection(

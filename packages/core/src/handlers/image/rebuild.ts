@@ -166,7 +166,7 @@ interface DecodeCostInput {
  * re-encoded copy, and for progressive or multi-scan JPEG the coefficient buffers libjpeg keeps
  * for the whole image, T.81 G.1.2, on the decoding and, when progressive, the encoding side)
  * against `maxDecodeBytes`. Measured (bench/adversarial-images.ts): a 25 MP progressive CMYK
- * JPEG estimated at 600 MB peaks 600 MiB above the process floor.
+ * JPEG, estimated at 600 MB, peaked 355 to 600 MiB above the process floor across runs.
  */
 function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']): void {
   const { metadata, frames, frameHeight, kind } = input;

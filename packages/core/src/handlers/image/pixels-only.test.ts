@@ -256,6 +256,47 @@ describe('PNG, WebP, TIFF, GIF and BMP as editors and attackers write them', () 
   });
 });
 
+describe('every output shape passes verify and exiftool', () => {
+  const shapes: [string, string, () => Promise<Buffer>][] = [
+    [
+      'JPEG-in-TIFF',
+      'tif',
+      async () =>
+        sharp(await buildImage('png', { width: 24, height: 16 }))
+          .tiff({ compression: 'jpeg' })
+          .toBuffer(),
+    ],
+    ['multi-page TIFF', 'tif', () => buildImage('tiff', { width: 24, height: 16, frames: 3 })],
+    ['RGBA TIFF', 'tif', () => buildImage('tiff', { width: 24, height: 16, channels: 4 })],
+    ['16-bit PNG', 'png', () => buildImage('png', { width: 24, height: 16, sixteenBit: true })],
+    [
+      'palette PNG with alpha',
+      'png',
+      async () =>
+        sharp(await buildImage('png', { width: 24, height: 16, channels: 4 }))
+          .png({ palette: true })
+          .toBuffer(),
+    ],
+    ['animated WebP', 'webp', () => buildImage('webp', { width: 24, height: 16, frames: 3 })],
+    ['WebP with alpha', 'webp', () => buildImage('webp', { width: 24, height: 16, channels: 4 })],
+    [
+      'progressive JPEG',
+      'jpg',
+      async () =>
+        sharp(await buildImage('png', { width: 24, height: 16 }))
+          .jpeg({ progressive: true })
+          .toBuffer(),
+    ],
+  ];
+
+  it.each(shapes)('%s', async (_, extension, build) => {
+    const input = await build();
+    const outcome = cleaned(await disarm({ bytes: input, fileName: `shape.${extension}` }));
+    expect(unexpectedImageTags(exiftoolTags(outcome.bytes, extension))).toEqual([]);
+    assertPixelsOnly(outcome.bytes, extension);
+  });
+});
+
 describe('colour spaces', () => {
   it('converts CMYK to sRGB and drops its profile', async () => {
     const input = await sharp(await buildImage('jpeg', { width: 32, height: 24 }))

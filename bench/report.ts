@@ -124,7 +124,7 @@ function readingNotes(rounds: number): string {
     '- **Not the same work.** Both sides decode and re-encode images with matched settings (quality',
     '  92 with 4:2:0 and optimised Huffman tables for JPEG, PNG level 6 with adaptive filtering,',
     '  LZW with predictor for TIFF, lossless WebP kept lossless, GIF without dithering — ours',
-    '  quantises a fresh 256-colour palette, exact for any GIF, the peer reuses the decoded one),',
+    '  writes each frame with its own exact palette (pixel-exact), the peer reuses the decoded one),',
     '  but ours also checks the structure, scans for threats and counts metadata',
     '  first. For zip and gz the peer only unpacks and repacks the bytes, while we decode and',
     '  re-encode every member image: that ratio is the price of disarming over repacking, not a',

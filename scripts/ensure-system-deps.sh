@@ -9,6 +9,7 @@ REQUIRED=(
   unzip:unzip
   chromium:chromium
   qpdf:qpdf
+  libimage-exiftool-perl:exiftool
 )
 
 missing=()

@@ -26,7 +26,7 @@ import { judge, labelOf, VERDICTS } from './judge.ts';
 import type { Verdict } from './judge.ts';
 import { ManifestError, readManifest } from './manifest.ts';
 import type { ManifestRow } from './manifest.ts';
-import { verifyOutput } from './verify.ts';
+import { findLeaks, verifyOutput } from './verify.ts';
 import type { Verification } from './verify.ts';
 
 const REPO_DIR = resolve(import.meta.dirname, '..', '..');
@@ -192,8 +192,12 @@ async function runOne(
     outputDir: join(outRoot, String(index + 1)),
   });
   const ms = Math.round(performance.now() - started);
-  const verification =
-    result.status === 'cleaned' ? await verifyOutput(result.outputPath, result.format) : undefined;
+  let verification: Verification | undefined;
+  if (result.status === 'cleaned') {
+    const opened = await verifyOutput(result.outputPath, result.format);
+    const leaks = await findLeaks(join(dir, row.file), result.outputPath, result.format);
+    verification = leaks.length > 0 ? { ...opened, leaks } : opened;
+  }
   return { row, result, verification, verdict: judge(row, result, verification), ms };
 }
 
@@ -221,6 +225,7 @@ function toJson(report: FileReport): Record<string, unknown> {
           reader: verification.reader,
           opens: verification.ok ?? null,
           ...(verification.detail ? { readerDetail: verification.detail } : {}),
+          ...(verification.leaks ? { leaks: verification.leaks } : {}),
         }
       : {}),
     ms: report.ms,
@@ -273,9 +278,11 @@ function renderSummary(dir: string, reports: readonly FileReport[], seconds: num
       const { row, result } = report;
       const why =
         result.status === 'cleaned'
-          ? report.verification?.ok === false
-            ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
-            : `findings ${JSON.stringify(result.findings)}`
+          ? report.verification?.leaks
+            ? `leaks: ${report.verification.leaks.join(', ')}`
+            : report.verification?.ok === false
+              ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
+              : `findings ${JSON.stringify(result.findings)}`
           : result.detail;
       lines.push(
         `  ${report.verdict.padEnd(7)} ${row.format.padEnd(5)} expected ${row.expected}, got ${labelOf(result)}: ${row.file}`,

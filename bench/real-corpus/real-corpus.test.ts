@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { judge } from './judge.ts';
 import { ManifestError, parseManifest } from './manifest.ts';
+import { findLeaks } from './verify.ts';
 import type { ManifestRow } from './manifest.ts';
 
 const REPO_DIR = resolve(import.meta.dirname, '..', '..');
@@ -164,6 +165,26 @@ describe('the manifest', () => {
   });
 });
 
+describe('findLeaks', () => {
+  it('names exiftool tags outside the allowlist and a copy equal to its input', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'corpus-leaks-'));
+    try {
+      const plain = await buildImage('jpeg', { width: 8, height: 8 });
+      const tagged = await buildImage('jpeg', { width: 8, height: 8, exif: { Make: 'Canon' } });
+      await writeFile(join(dir, 'plain.jpg'), plain);
+      await writeFile(join(dir, 'tagged.jpg'), tagged);
+      expect(await findLeaks(join(dir, 'plain.jpg'), join(dir, 'tagged.jpg'), 'jpg')).toContain(
+        'IFD0:Make',
+      );
+      expect(await findLeaks(join(dir, 'plain.jpg'), join(dir, 'plain.jpg'), 'jpg')).toEqual([
+        'identical to the input',
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('judge', () => {
   const row = (expected: string): ManifestRow => ({
     file: 'x.png',
@@ -207,6 +228,14 @@ describe('judge', () => {
     expect(judge(row('rejected:invalid_file'), cleaned, { ok: true, reader: 'vips avg' })).toBe(
       'differs',
     );
+  });
+
+  it('calls a cleaned copy that leaks metadata or equals its input unsafe', () => {
+    for (const leaks of [['EXIF:Make'], ['identical to the input']]) {
+      expect(
+        judge(row('completed-cleaned'), cleaned, { ok: true, reader: 'vips avg', leaks }),
+      ).toBe('unsafe');
+    }
   });
 
   it('tells a format without a rebuilder from other failures', () => {

@@ -5,6 +5,9 @@
  * zip (CRC included), and qpdf checks a PDF's structure.
  */
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+
+import { exiftoolTags, unexpectedImageTags } from '@disarm/fixtures';
 
 /** What the independent reader said of one output; `ok: undefined` when no reader is there. */
 export interface Verification {
@@ -13,6 +16,32 @@ export interface Verification {
   readonly reader: string;
   /** The reader's complaint when it refused the file. */
   readonly detail?: string;
+  /**
+   * What the copy still carries that a rebuilt file must not: exiftool tags outside the image
+   * allowlist, or `identical to the input`. Any entry makes the verdict `unsafe`.
+   */
+  readonly leaks?: readonly string[];
+}
+
+const IMAGE_EXTENSIONS = new Set(['jpg', 'jpeg', 'png', 'gif', 'tif', 'tiff', 'webp', 'bmp']);
+
+/**
+ * What a cleaned copy leaks: for images every exiftool tag outside the structural allowlist
+ * (`@disarm/fixtures` `unexpectedImageTags`), for any format a copy byte-equal to its input.
+ */
+export async function findLeaks(
+  inputPath: string,
+  outputPath: string,
+  format: string,
+): Promise<string[]> {
+  const [input, output] = await Promise.all([readFile(inputPath), readFile(outputPath)]);
+  const leaks: string[] = [];
+  if (input.equals(output)) leaks.push('identical to the input');
+  const extension = format.toLowerCase();
+  if (IMAGE_EXTENSIONS.has(extension)) {
+    leaks.push(...unexpectedImageTags(exiftoolTags(output, extension)));
+  }
+  return leaks;
 }
 
 interface Reader {

@@ -4,6 +4,7 @@
  */
 export type FindingKind =
   | 'image-metadata'
+  | 'colour-profile'
   | 'trailing-data'
   | 'archive-comment'
   | 'archive-metadata'
@@ -34,6 +35,8 @@ export interface Finding {
 /** Human description of each {@link FindingKind}, for reports and docs. */
 export const FINDING_KINDS: Readonly<Record<FindingKind, string>> = {
   'image-metadata': 'Image metadata (EXIF, XMP, IPTC, comments, text chunks, thumbnails)',
+  'colour-profile':
+    'Colour profiles not recognised as a standard colour space (pixels converted to sRGB)',
   'trailing-data': 'Bytes after the end of the format (appended payloads, polyglot tails)',
   'archive-comment': 'Archive or member comments',
   'archive-metadata': 'Unrecognised archive extra fields (data hidden in member or gzip headers)',

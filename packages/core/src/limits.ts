@@ -33,6 +33,16 @@ export interface Limits {
   readonly maxExpansionRatio: number;
   /** Pixels of one image, all frames and pages counted. @default 100_000_000 */
   readonly maxPixels: number;
+  /**
+   * Memory one image may need to decode and re-encode, estimated from its headers before any
+   * pixel is decoded: decoded samples of every frame, the re-encoded copy, and the coefficient
+   * buffers of progressive or multi-scan JPEG (width x height x components x 2 bytes, decoder
+   * and progressive encoder). A larger
+   * estimate rejects the file with `file_too_large` before anything is allocated, so a worker's
+   * peak memory stays near this figure plus the runtime's own (about 150 MiB).
+   * @default 1_073_741_824 (1 GiB)
+   */
+  readonly maxDecodeBytes: number;
   /** Wall-clock budget for the whole file in milliseconds. @default 120_000 */
   readonly timeoutMs: number;
 }
@@ -47,6 +57,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   maxEntries: 10_000,
   maxExpansionRatio: 1_000,
   maxPixels: 100_000_000,
+  maxDecodeBytes: 1024 * 1024 * 1024,
   timeoutMs: 120_000,
 });
 

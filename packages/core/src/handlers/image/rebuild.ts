@@ -4,10 +4,15 @@ import type { Metadata, Sharp } from 'sharp';
 import { Rejection } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
+import { formatBytes } from '../../limits.ts';
 import { decodeBmp } from './bmp/decode.ts';
 import { encodeBmp } from './bmp/encode.ts';
+import { encodeExactGif } from './gif-encode.ts';
+import { canonicalProfile, canonicalProfilePath, recogniseProfile } from './icc.ts';
+import { withJfifDensity, withPngResolution } from './resolution.ts';
+import type { Resolution } from './resolution.ts';
+import { findImageExtras, isLosslessWebp, readJpegScanLayout, tiffUsesJpeg } from './structure.ts';
 import { verifyImage } from './verify.ts';
-import { findImageExtras, isLosslessWebp, tiffUsesJpeg } from './structure.ts';
 
 /** Quality of re-encoded lossy images (JPEG, lossy WebP, JPEG-in-TIFF): visually lossless. */
 export const LOSSY_QUALITY = 92;
@@ -20,9 +25,12 @@ type SharpKind = 'jpeg' | 'png' | 'gif' | 'tiff' | 'webp';
 
 /**
  * Images: decode to pixels and encode a new file of the same format. Everything that is not pixels
- * (EXIF, XMP, IPTC, comments, text chunks, thumbnails, trailing bytes) is left behind; orientation
- * is applied to the pixels; the ICC profile is kept so colours do not shift; animation (GIF,
- * WebP) and multi-page TIFF are preserved. BMP goes through our own codec (libvips has none).
+ * (EXIF, XMP, IPTC, comments, text chunks, thumbnails, private chunks, trailing bytes) is left
+ * behind and the encoder adds none; orientation is applied to the pixels; the resolution is
+ * written only in the format's structural field (JFIF density, pHYs, TIFF resolution tags); a
+ * colour profile recognised as sRGB, Display P3, Adobe RGB (1998) or grey gamma 2.2 is replaced by
+ * our own copy, any other (and CMYK) is converted to sRGB. Animation (GIF, WebP) and multi-page
+ * TIFF are preserved; GIF frames come back pixel-exact. BMP goes through our own codec.
  */
 export const imageHandler: FormatHandler = {
   family: 'image',
@@ -38,10 +46,22 @@ export const imageHandler: FormatHandler = {
 };
 
 function rebuildBmp(input: DetectedFile, context: EngineContext): HandlerOutput {
-  const decoded = decodeBmp(input.bytes, { maxPixels: context.limits.maxPixels });
+  const { limits } = context;
+  const decoded = decodeBmp(input.bytes, {
+    maxPixels: limits.maxPixels,
+    maxDecodeBytes: limits.maxDecodeBytes,
+    maxExpansionRatio: limits.maxExpansionRatio,
+  });
   const findings = new FindingTally();
   findings.add('trailing-data', decoded.trailingBytes > 0 ? 1 : 0);
-  return { bytes: encodeBmp(decoded.image), findings: findings.toArray() };
+  // Same rule as the other formats: a recognised profile is replaced by our own copy; any other
+  // is dropped (our codec has no colour management, so its pixels are taken as sRGB).
+  const { iccProfile, ...pixels } = decoded.image;
+  const recognised = iccProfile === undefined ? undefined : recogniseProfile(iccProfile);
+  if (iccProfile !== undefined && recognised === undefined) findings.add('colour-profile');
+  const image =
+    recognised === undefined ? pixels : { ...pixels, iccProfile: canonicalProfile(recognised) };
+  return { bytes: encodeBmp(image), findings: findings.toArray() };
 }
 
 async function rebuildWithSharp(
@@ -53,13 +73,7 @@ async function rebuildWithSharp(
   const metadata = await readMetadata(input.bytes, kind, multiFrame);
   const frames = multiFrame ? Math.max(1, metadata.pages ?? 1) : 1;
   const frameHeight = multiFrame ? (metadata.pageHeight ?? metadata.height) : metadata.height;
-  const pixels = metadata.width * frameHeight * frames;
-  if (pixels > context.limits.maxPixels) {
-    throw new Rejection(
-      'file_too_large',
-      `the image has ${pixels} pixels (${metadata.width}x${frameHeight}, ${frames} frame(s)); the limit is ${context.limits.maxPixels}`,
-    );
-  }
+  checkDecodeCost({ bytes: input.bytes, kind, metadata, frames, frameHeight }, context.limits);
 
   const findings = new FindingTally();
   const extras = findImageExtras(input.bytes, kind);
@@ -74,23 +88,133 @@ async function rebuildWithSharp(
   });
   // EXIF orientation is applied to the pixels, since the tag itself is not carried over.
   if (!multiFrame || frames === 1) pipeline = pipeline.autoOrient();
-  pipeline = pipeline.keepIccProfile();
-  if (metadata.density !== undefined && metadata.density > 0) {
-    pipeline = pipeline.withDensity(metadata.density);
+  // Nothing of the input's profile is copied: a recognised colour space gets our own copy of its
+  // profile (sharp converts to it, a no-op but for rounding); any other profile, and CMYK, is
+  // converted to sRGB by sharp's default pipeline and dropped.
+  const recognised = metadata.icc === undefined ? undefined : recogniseProfile(metadata.icc);
+  if (metadata.icc !== undefined && recognised === undefined) findings.add('colour-profile');
+  if (recognised !== undefined && metadata.space !== 'cmyk') {
+    pipeline = pipeline.withIccProfile(canonicalProfilePath(recognised));
   }
   if (metadata.depth === 'ushort' && (kind === 'png' || kind === 'tiff')) {
     pipeline = pipeline.toColourspace(isGrey(metadata) ? 'grey16' : 'rgb16');
-  } else if (metadata.space === 'cmyk' && (kind === 'jpeg' || kind === 'tiff')) {
-    pipeline = pipeline.toColourspace('cmyk');
+  } else if (recognised === 'grey-gamma-2.2') {
+    // libvips' profile transform widens to three bands; a grey profile needs grey pixels.
+    pipeline = pipeline.toColourspace('b-w');
   }
-  pipeline = encode(pipeline, kind, metadata, input.bytes);
   try {
-    const bytes = await pipeline.toBuffer();
-    return { bytes, findings: findings.toArray() };
+    if (kind === 'gif') {
+      const exact = await encodeGifExactly(pipeline, metadata, frames, context);
+      if (exact !== undefined) return { bytes: exact, findings: findings.toArray() };
+      pipeline = sharp(input.bytes, { failOn: 'error', pages: -1 });
+    }
+    const encoded = await encode(pipeline, kind, metadata, input.bytes).toBuffer();
+    return { bytes: withResolution(encoded, kind, metadata), findings: findings.toArray() };
   } catch (error) {
     throw toImageRejection(error, kind);
   }
 }
+
+/**
+ * GIF89a frames hold at most 256 colours, so the decoded frames normally fit an exact palette:
+ * our own encoder then writes them back pixel for pixel. Only frames that do not fit (none a
+ * conforming decoder produces, short of partial transparency) fall back to quantisation.
+ */
+async function encodeGifExactly(
+  pipeline: Sharp,
+  metadata: Metadata,
+  frames: number,
+  context: EngineContext,
+): Promise<Uint8Array | undefined> {
+  const { data, info } = await context.deadline.race(
+    pipeline.ensureAlpha().raw().toBuffer({ resolveWithObject: true }),
+  );
+  return encodeExactGif({
+    width: info.width,
+    height: info.height / frames,
+    rgba: data,
+    frames,
+    delaysMs: metadata.delay ?? [],
+    loop: frames > 1 ? (metadata.loop ?? 0) : undefined,
+  });
+}
+
+/** The input's resolution, written only through the output format's own structural field. */
+function withResolution(encoded: Uint8Array, kind: SharpKind, metadata: Metadata): Uint8Array {
+  const resolution: Resolution | undefined =
+    metadata.density !== undefined && metadata.density > 0
+      ? { pixelsPerInch: metadata.density, unit: metadata.resolutionUnit === 'cm' ? 'cm' : 'inch' }
+      : undefined;
+  if (kind === 'jpeg') return withJfifDensity(encoded, resolution);
+  if (kind === 'png') return withPngResolution(encoded, resolution);
+  // TIFF: libvips writes XResolution/YResolution/ResolutionUnit from the decoded image; WebP and
+  // GIF have no resolution field.
+  return encoded;
+}
+
+interface DecodeCostInput {
+  readonly bytes: Uint8Array;
+  readonly kind: SharpKind;
+  readonly metadata: Metadata;
+  readonly frames: number;
+  readonly frameHeight: number;
+}
+
+/**
+ * Refuses from the headers alone an image whose decode would cost more than the limits allow:
+ * pixels of all frames against `maxPixels`, and the estimated memory (decoded samples, the
+ * re-encoded copy, and for progressive or multi-scan JPEG the coefficient buffers libjpeg keeps
+ * for the whole image, T.81 G.1.2, on the decoding and, when progressive, the encoding side)
+ * against `maxDecodeBytes`. Measured (bench/adversarial-images.ts): a 25 MP progressive CMYK
+ * JPEG, estimated at 600 MB, peaked 355 to 600 MiB above the process floor across runs.
+ */
+function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']): void {
+  const { metadata, frames, frameHeight, kind } = input;
+  const pixels = metadata.width * frameHeight * frames;
+  if (pixels > limits.maxPixels) {
+    throw new Rejection(
+      'file_too_large',
+      `the image has ${pixels} pixels (${metadata.width}x${frameHeight}, ${frames} frame(s)); the limit is ${limits.maxPixels}`,
+    );
+  }
+  const channels = Math.max(1, metadata.channels);
+  const sampleBytes = SAMPLE_BYTES[metadata.depth] ?? 1;
+  let estimate = pixels * channels * sampleBytes + pixels * Math.max(3, channels) * sampleBytes;
+  if (kind === 'jpeg') {
+    const layout = readJpegScanLayout(input.bytes);
+    const paddedPixels = Math.ceil(metadata.width / 8) * 8 * Math.ceil(metadata.height / 8) * 8;
+    if (layout.progressive || layout.scans > 1) {
+      estimate += paddedPixels * channels * COEFFICIENT_BYTES;
+    }
+    // A progressive output (the input's mode is kept) is buffered whole by the encoder too.
+    if (layout.progressive) estimate += paddedPixels * Math.max(3, channels) * COEFFICIENT_BYTES;
+  }
+  if (estimate > limits.maxDecodeBytes) {
+    throw new Rejection(
+      'file_too_large',
+      `decoding the ${metadata.width}x${frameHeight} ${kind} image (${frames} frame(s), ${channels} channel(s)) needs about ${formatBytes(estimate)}; the ceiling is ${formatBytes(limits.maxDecodeBytes)}`,
+    );
+  }
+}
+
+const MM_PER_INCH = 25.4;
+
+/** Bytes of one DCT coefficient (T.81 F.1.1.2: 16-bit in libjpeg's JCOEF). */
+const COEFFICIENT_BYTES = 2;
+
+/** Bytes per sample of each libvips band format sharp reports as `depth`. */
+const SAMPLE_BYTES: Readonly<Record<string, number>> = {
+  uchar: 1,
+  char: 1,
+  ushort: 2,
+  short: 2,
+  uint: 4,
+  int: 4,
+  float: 4,
+  double: 8,
+  complex: 8,
+  dpcomplex: 16,
+};
 
 async function readMetadata(
   bytes: Uint8Array,
@@ -140,17 +264,28 @@ function encode(pipeline: Sharp, kind: SharpKind, metadata: Metadata, bytes: Uin
     case 'png':
       return pipeline.png({ compressionLevel: 6, adaptiveFiltering: true, palette: false });
     case 'gif':
-      // A fresh 256-colour quantisation without dithering reproduces an image that already has
-      // at most 256 colours exactly; reusing the decoded palette shifted colours slightly.
+      // Only frames that do not fit one exact palette get here (see encodeGifExactly).
       return pipeline.gif({ reuse: false, colours: 256, dither: 0, effort: 7 });
     case 'webp':
       return isLosslessWebp(bytes)
         ? pipeline.webp({ lossless: true, effort: 4 })
         : pipeline.webp({ quality: LOSSY_QUALITY, alphaQuality: 100, effort: 4 });
-    case 'tiff':
+    case 'tiff': {
+      // TIFF 6.0 section 8: XResolution/YResolution/ResolutionUnit are baseline fields; sharp
+      // writes them from these options (pixels per millimetre), 1/mm when the input had none.
+      const resolution =
+        metadata.density !== undefined && metadata.density > 0
+          ? {
+              xres: metadata.density / MM_PER_INCH,
+              yres: metadata.density / MM_PER_INCH,
+              resolutionUnit:
+                metadata.resolutionUnit === 'cm' ? ('cm' as const) : ('inch' as const),
+            }
+          : {};
       return tiffUsesJpeg(bytes)
-        ? pipeline.tiff({ compression: 'jpeg', quality: LOSSY_QUALITY })
-        : pipeline.tiff({ compression: 'lzw', predictor: 'horizontal' });
+        ? pipeline.tiff({ compression: 'jpeg', quality: LOSSY_QUALITY, ...resolution })
+        : pipeline.tiff({ compression: 'lzw', predictor: 'horizontal', ...resolution });
+    }
   }
 }
 

@@ -261,3 +261,45 @@ export function tiffUsesJpeg(bytes: Uint8Array): boolean {
   const compression = readTiffIfds(bytes)[0]?.compression;
   return compression === 6 || compression === 7;
 }
+
+/** What the decoder must hold of a JPEG: whether it keeps every coefficient until the end. */
+export interface JpegScanLayout {
+  /** T.81 G: a progressive frame (SOF2, SOF6, SOF10, SOF14). */
+  readonly progressive: boolean;
+  /** Scans (SOS markers) counted up to EOI; several scans also buffer all coefficients. */
+  readonly scans: number;
+}
+
+const PROGRESSIVE_SOF_MARKERS: ReadonlySet<number> = new Set([0xc2, 0xc6, 0xca, 0xce]);
+
+/**
+ * Walks a JPEG's markers (not its entropy-coded data) to learn its scan layout, so the decode
+ * cost is known before libjpeg allocates anything. Never throws.
+ */
+export function readJpegScanLayout(bytes: Uint8Array): JpegScanLayout {
+  let offset = 2;
+  let progressive = false;
+  let scans = 0;
+  for (let blocks = 0; blocks < MAX_BLOCKS && offset + 4 <= bytes.length; blocks += 1) {
+    if (bytes[offset] !== 0xff) break;
+    const marker = bytes[offset + 1] ?? 0;
+    if (marker === 0xff) {
+      offset += 1;
+      continue;
+    }
+    if (marker === 0xd9) break;
+    if (isStandaloneMarker(marker)) {
+      offset += 2;
+      continue;
+    }
+    const length = ((bytes[offset + 2] ?? 0) << 8) | (bytes[offset + 3] ?? 0);
+    if (length < 2) break;
+    if (PROGRESSIVE_SOF_MARKERS.has(marker)) progressive = true;
+    offset += 2 + length;
+    if (marker === 0xda) {
+      scans += 1;
+      offset = skipEntropyCodedData(bytes, offset);
+    }
+  }
+  return { progressive, scans };
+}

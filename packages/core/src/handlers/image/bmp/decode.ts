@@ -14,6 +14,11 @@ export const MAX_DIMENSION_PX = 65_535;
  */
 export const MAX_DECODED_BYTES = 2 ** 30;
 
+/** Default of {@link BmpDecodeLimits.maxDecodeBytes}: the engine's default (1 GiB). */
+const DEFAULT_MAX_DECODE_BYTES = 1024 * 1024 * 1024;
+/** Default of {@link BmpDecodeLimits.maxExpansionRatio}: the engine's default. */
+const DEFAULT_MAX_EXPANSION_RATIO = 1000;
+
 /** Largest embedded ICC profile kept, in bytes; a larger one is dropped. */
 export const MAX_ICC_PROFILE_BYTES = 4 * 1024 * 1024;
 
@@ -128,6 +133,7 @@ export function decodeBmp(bytes: Uint8Array, limits: BmpDecodeLimits): BmpDecode
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const header = readHeaders(view);
   checkImageSize(header, limits.maxPixels);
+  checkDecodeCost(header, view, limits);
 
   let cursor = FILE_HEADER_BYTES + header.size;
   let masks: PixelMasks | undefined;
@@ -326,6 +332,41 @@ function checkImageSize(header: DibHeader, maxPixels: number): void {
     throw new Rejection(
       'file_too_large',
       `BMP: ${width}x${height} needs more than ${MAX_DECODED_BYTES} bytes decoded`,
+    );
+  }
+}
+
+/** Bytes of output RLE can produce per input byte: a 2-byte run of 255 RGBA pixels. */
+const RLE_MAX_EXPANSION = (255 * RGBA_BYTES) / 2;
+/** RLE expansion allowed without question: below this, decoding costs little. */
+const RLE_EXPANSION_FLOOR_BYTES = 1024 * 1024;
+
+/**
+ * Decode memory from the header, before allocation: the decoded pixels and the re-encoded copy
+ * against `maxDecodeBytes`; for RLE, the declared image against what the compressed bytes can
+ * paint. RLE runs expand at most {@link RLE_MAX_EXPANSION} times; more is only reachable through
+ * delta and end-of-line/end-of-bitmap escapes ("Bitmap Compression") that leave pixels unwritten:
+ * a tiny file declaring a huge, mostly empty canvas, refused here as an expansion bomb.
+ */
+function checkDecodeCost(header: DibHeader, view: DataView, limits: BmpDecodeLimits): void {
+  const decodedBytes = header.width * header.height * RGBA_BYTES;
+  const maxDecodeBytes = limits.maxDecodeBytes ?? DEFAULT_MAX_DECODE_BYTES;
+  if (decodedBytes * 2 > maxDecodeBytes) {
+    throw new Rejection(
+      'file_too_large',
+      `BMP: ${header.width}x${header.height} needs about ${decodedBytes * 2} bytes to decode and re-encode, over the ${maxDecodeBytes}-byte ceiling`,
+    );
+  }
+  if (header.compression !== BI_RLE8 && header.compression !== BI_RLE4) return;
+  const compressedBytes = Math.max(1, view.byteLength - FILE_HEADER_BYTES - header.size);
+  const ratio = Math.max(
+    RLE_MAX_EXPANSION,
+    limits.maxExpansionRatio ?? DEFAULT_MAX_EXPANSION_RATIO,
+  );
+  if (decodedBytes > RLE_EXPANSION_FLOOR_BYTES && decodedBytes > compressedBytes * ratio) {
+    throw new Rejection(
+      'file_too_large',
+      `BMP: ${compressedBytes} bytes of RLE data declare a ${header.width}x${header.height} image (${decodedBytes} bytes decoded), more than ${ratio} times their size`,
     );
   }
 }

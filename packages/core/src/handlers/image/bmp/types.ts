@@ -11,7 +11,10 @@ export interface BmpImage {
   channels: 3 | 4;
   /** `width * height * channels` samples, straight (not premultiplied) alpha when present. */
   data: Uint8Array;
-  /** embedded ICC profile (BITMAPV5HEADER, PROFILE_EMBEDDED) kept so colours do not shift */
+  /**
+   * Embedded ICC profile (BITMAPV5HEADER, PROFILE_EMBEDDED). The decoder reports the file's own;
+   * the image handler replaces it by our canonical copy or drops it before encoding.
+   */
   iccProfile?: Uint8Array;
 }
 
@@ -35,4 +38,14 @@ export interface BmpDecodeLimits {
    * decoder's own hard caps (`MAX_DIMENSION_PX`, `MAX_DECODED_BYTES`) apply on top.
    */
   maxPixels: number;
+  /**
+   * Ceiling on the memory to decode and re-encode the image (`width * height * 4` bytes twice),
+   * checked from the header. @default 1_073_741_824
+   */
+  maxDecodeBytes?: number;
+  /**
+   * Largest expansion of RLE data into pixels accepted (never below what RLE runs can reach, 510).
+   * @default 1_000
+   */
+  maxExpansionRatio?: number;
 }

@@ -1,0 +1,205 @@
+/**
+ * Submissions over a real socket against the real `disarm serve`: bodies at the lane ceiling,
+ * idempotent retries whose framing differs, file names long in UTF-8, one member-name rule for
+ * every lane.
+ */
+import { connect } from 'node:net';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { buildImage } from '@disarm/fixtures';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { startTestServer } from './_server.ts';
+import type { TestServer } from './_server.ts';
+
+/** The multipart lane's ceiling on every plan (spec, Limits: 100 MB). */
+const MAX_FILE_SIZE_BYTES = 100 * 1024 * 1024;
+/** Well under the server's 120 s idle timeout: an answer slower than this is a hang. */
+const PROMPT_ANSWER_MS = 15_000;
+
+/** A step of a hand-written request: bytes to write, or a pause (a separate socket read). */
+type Step = Uint8Array | { readonly pauseMs: number };
+
+interface RawResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  /** Milliseconds from the last written byte to the complete response (negative: before it). */
+  readonly afterLastWriteMs: number;
+}
+
+/**
+ * Writes `steps` on a fresh socket (honouring back-pressure and pauses) and resolves the
+ * response, read by its Content-Length. The socket stays open until the answer, like a client.
+ */
+function exchange(url: string, steps: readonly Step[]): Promise<RawResponse> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    let received = Buffer.alloc(0);
+    let lastWriteAt: number | undefined;
+    let answeredAt: number | undefined;
+    let answer: Omit<RawResponse, 'afterLastWriteMs'> | undefined;
+    const finish = (): void => {
+      if (!answer || lastWriteAt === undefined || answeredAt === undefined) return;
+      socket.destroy();
+      resolve({ ...answer, afterLastWriteMs: answeredAt - lastWriteAt });
+    };
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no complete answer within ${PROMPT_ANSWER_MS} ms of the request`));
+    }, PROMPT_ANSWER_MS + 30_000);
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      const end = received.indexOf('\r\n\r\n');
+      if (end < 0 || answer) return;
+      const [statusLine = '', ...lines] = received
+        .subarray(0, end)
+        .toString('latin1')
+        .split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(':');
+        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      const body = bodyOf(received.subarray(end + 4), headers);
+      if (body === undefined) return;
+      clearTimeout(timer);
+      answeredAt = Date.now();
+      answer = { status: Number(statusLine.split(' ')[1]), headers, body };
+      finish();
+    });
+    socket.on('error', (error) => {
+      // The server may close after answering early; what matters is the answer.
+      if (answer) finish();
+      else reject(error);
+    });
+    socket.on('connect', () => {
+      void (async () => {
+        for (const step of steps) {
+          if (socket.destroyed) break;
+          if (step instanceof Uint8Array) {
+            if (!socket.write(step)) await new Promise((drained) => socket.once('drain', drained));
+          } else {
+            await new Promise((resume) => setTimeout(resume, step.pauseMs));
+          }
+        }
+        lastWriteAt = Date.now();
+        finish();
+      })().catch(reject);
+    });
+  });
+}
+
+/** The whole body after the head, or `undefined` while more is to come (RFC 9112 6.3, 7.1). */
+function bodyOf(rest: Buffer, headers: Record<string, string>): string | undefined {
+  if (headers['transfer-encoding']?.toLowerCase() !== 'chunked') {
+    const length = Number(headers['content-length'] ?? '0');
+    return rest.length < length ? undefined : rest.subarray(0, length).toString('utf8');
+  }
+  const chunks: Buffer[] = [];
+  let offset = 0;
+  for (;;) {
+    const lineEnd = rest.indexOf('\r\n', offset);
+    if (lineEnd < 0) return undefined;
+    const size = parseInt(rest.subarray(offset, lineEnd).toString('latin1'), 16);
+    if (size === 0) return Buffer.concat(chunks).toString('utf8');
+    if (rest.length < lineEnd + 2 + size + 2) return undefined;
+    chunks.push(rest.subarray(lineEnd + 2, lineEnd + 2 + size));
+    offset = lineEnd + 2 + size + 2;
+  }
+}
+
+function requestHead(
+  server: TestServer,
+  path: string,
+  headers: Record<string, string | number>,
+): Uint8Array {
+  const { host } = new URL(server.apiUrl);
+  const lines = [`POST ${path} HTTP/1.1`, `Host: ${host}`, 'Connection: close'];
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  return Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
+}
+
+async function intakeTempFiles(server: TestServer): Promise<string[]> {
+  const entries = await readdir(join(server.dataDir, 'blobs'), { recursive: true }).catch(() => []);
+  return entries.filter((name) => name.endsWith('.tmp'));
+}
+
+let server: TestServer;
+let apiKey: string;
+
+beforeAll(async () => {
+  server = await startTestServer({ args: ['--no-processing'] });
+  ({ apiKey } = await server.createOrganisation('internal'));
+}, 90_000);
+afterAll(async () => {
+  await server.stop();
+});
+
+describe('a multipart body just over the lane ceiling', () => {
+  const boundary = 'ceiling-boundary-7f3a';
+  const partHead = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`,
+  );
+  const closing = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const fileBytes = MAX_FILE_SIZE_BYTES + 1;
+
+  function bodySteps(split: 'excess-before-pause' | 'excess-with-boundary'): Step[] {
+    const mebibyte = Buffer.alloc(1024 * 1024);
+    const steps: Step[] = [
+      requestHead(server, '/v1/documents', {
+        'X-Api-Key': apiKey,
+        'Content-Type': `multipart/form-data; boundary=${boundary}`,
+        // Exact, and within the allowance for multipart framing: the early check passes it.
+        'Content-Length': partHead.length + fileBytes + closing.length,
+      }),
+      partHead,
+    ];
+    for (let i = 0; i < MAX_FILE_SIZE_BYTES / mebibyte.length; i += 1) steps.push(mebibyte);
+    if (split === 'excess-before-pause') {
+      steps.push(Buffer.alloc(1), { pauseMs: 1000 }, closing);
+    } else {
+      steps.push({ pauseMs: 1000 }, Buffer.concat([Buffer.alloc(1), closing]));
+    }
+    return steps;
+  }
+
+  for (const split of ['excess-before-pause', 'excess-with-boundary'] as const) {
+    it(`answers 413 FileTooLargeForPlan at once and leaves no temporary file (${split})`, async () => {
+      const loggedBefore = server.logs().length;
+      const response = await exchange(server.apiUrl, bodySteps(split));
+      expect(response.status).toBe(413);
+      expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+      const problem = JSON.parse(response.body) as { code: string; maxSizeBytes: number };
+      expect(problem.code).toBe('FileTooLargeForPlan');
+      expect(problem.maxSizeBytes).toBe(MAX_FILE_SIZE_BYTES);
+      expect(response.afterLastWriteMs).toBeLessThan(PROMPT_ANSWER_MS);
+      // The temporary file goes with the refusal, not at the next sweep.
+      await expect.poll(() => intakeTempFiles(server), { timeout: 5000 }).toEqual([]);
+      await expect
+        .poll(() =>
+          server
+            .logs()
+            .slice(loggedBefore)
+            .filter((line) => line.msg === 'request' && line.path === '/v1/documents')
+            .map((line) => line.status),
+        )
+        .toEqual([413]);
+    }, 90_000);
+  }
+
+  it('still takes a file of exactly the ceiling', async () => {
+    const png = await buildImage('png');
+    expect(png.length).toBeLessThan(MAX_FILE_SIZE_BYTES);
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(png)]), 'small.png');
+    const response = await fetch(`${server.apiUrl}/v1/documents`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': apiKey },
+      body: form,
+    });
+    expect(response.status).toBe(202);
+  });
+});

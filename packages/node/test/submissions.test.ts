@@ -203,3 +203,123 @@ describe('a multipart body just over the lane ceiling', () => {
     expect(response.status).toBe(202);
   });
 });
+
+describe('idempotent retries fingerprint what a submission means, not its framing', () => {
+  interface Part {
+    readonly headers: readonly string[];
+    readonly content: Uint8Array | string;
+  }
+  function multipart(boundary: string, parts: readonly Part[]): Buffer {
+    const pieces: Uint8Array[] = [];
+    for (const part of parts) {
+      pieces.push(Buffer.from(`--${boundary}\r\n${part.headers.join('\r\n')}\r\n\r\n`));
+      pieces.push(typeof part.content === 'string' ? Buffer.from(part.content) : part.content);
+      pieces.push(Buffer.from('\r\n'));
+    }
+    pieces.push(Buffer.from(`--${boundary}--\r\n`));
+    return Buffer.concat(pieces);
+  }
+  const submitMultipart = (key: string, boundary: string, parts: readonly Part[]) =>
+    fetch(`${server.apiUrl}/v1/documents`, {
+      method: 'POST',
+      headers: {
+        'X-Api-Key': apiKey,
+        'Idempotency-Key': key,
+        'Content-Type': `multipart/form-data; boundary=${boundary}`,
+      },
+      body: multipart(boundary, parts),
+    });
+  const filePart = (png: Uint8Array, name = 'photo.png', style: 'curl' | 'browser' = 'curl') =>
+    style === 'curl'
+      ? {
+          headers: [
+            `Content-Disposition: form-data; name="file"; filename="${name}"`,
+            'Content-Type: image/png',
+          ],
+          content: png,
+        }
+      : {
+          headers: [
+            `content-disposition: form-data; filename="${name}"; name="file"`,
+            'content-type: application/octet-stream',
+          ],
+          content: png,
+        };
+  const deleteField = (style: 'curl' | 'browser' = 'curl') => ({
+    headers: [
+      style === 'curl'
+        ? 'Content-Disposition: form-data; name="deleteAfterDownload"'
+        : 'CONTENT-DISPOSITION: form-data; name=deleteAfterDownload',
+    ],
+    content: 'true',
+  });
+
+  it('replays a multipart retry with a new boundary, reordered parts and other header spelling', async () => {
+    const png = new Uint8Array(await buildImage('png'));
+    const first = await submitMultipart('mp-1', '----curl1d2f', [deleteField(), filePart(png)]);
+    expect(first.status).toBe(202);
+    const firstBody = await first.text();
+    const retry = await submitMultipart('mp-1', '----WebKitFormBoundaryQ9x', [
+      filePart(png, 'photo.png', 'browser'),
+      deleteField('browser'),
+    ]);
+    expect(retry.status).toBe(202);
+    expect(retry.headers.get('Idempotency-Replayed')).toBe('true');
+    expect(await retry.text()).toBe(firstBody);
+  });
+
+  it('still refuses the key for a different file, file name or field (422 IdempotencyKeyReused)', async () => {
+    const png = new Uint8Array(await buildImage('png'));
+    expect((await submitMultipart('mp-2', 'b1', [filePart(png)])).status).toBe(202);
+    const changes: Part[][] = [
+      [filePart(new Uint8Array([...png, 0]))],
+      [filePart(png, 'other.png')],
+      [filePart(png), deleteField()],
+    ];
+    for (const parts of changes) {
+      const changed = await submitMultipart('mp-2', 'b2', parts);
+      expect(changed.status).toBe(422);
+      expect(((await changed.json()) as { code: string }).code).toBe('IdempotencyKeyReused');
+    }
+  });
+
+  it('replays a raw retry with the same bytes and parameters, in any parameter order', async () => {
+    const png = new Uint8Array(await buildImage('png'));
+    const raw = (query: string) =>
+      fetch(`${server.apiUrl}/v1/documents?${query}`, {
+        method: 'POST',
+        headers: {
+          'X-Api-Key': apiKey,
+          'Idempotency-Key': 'raw-1',
+          'Content-Type': 'application/octet-stream',
+        },
+        body: png,
+      });
+    const first = await raw('filename=a.png&deleteAfterDownload=true');
+    expect(first.status).toBe(202);
+    const retry = await raw('deleteAfterDownload=true&filename=a.png');
+    expect(retry.headers.get('Idempotency-Replayed')).toBe('true');
+    expect(await retry.text()).toBe(await first.text());
+    const renamed = await raw('deleteAfterDownload=true&filename=b.png');
+    expect(renamed.status).toBe(422);
+  });
+
+  it('replays a JSON retry whatever its spacing and key order', async () => {
+    const upload = (body: string) =>
+      fetch(`${server.apiUrl}/v1/uploads`, {
+        method: 'POST',
+        headers: {
+          'X-Api-Key': apiKey,
+          'Idempotency-Key': 'json-1',
+          'Content-Type': 'application/json; charset=utf-8',
+        },
+        body,
+      });
+    const first = await upload('{"fileName":"big.png"}');
+    expect(first.status).toBe(201);
+    const retry = await upload('{\n  "fileName" : "big.png"\n}\n');
+    expect(retry.headers.get('Idempotency-Replayed')).toBe('true');
+    expect(await retry.text()).toBe(await first.text());
+    expect((await upload('{"fileName":"big2.png"}')).status).toBe(422);
+  });
+});

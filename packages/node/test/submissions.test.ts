@@ -209,7 +209,7 @@ describe('idempotent retries fingerprint what a submission means, not its framin
     readonly headers: readonly string[];
     readonly content: Uint8Array | string;
   }
-  function multipart(boundary: string, parts: readonly Part[]): Buffer {
+  function multipart(boundary: string, parts: readonly Part[]): Uint8Array {
     const pieces: Uint8Array[] = [];
     for (const part of parts) {
       pieces.push(Buffer.from(`--${boundary}\r\n${part.headers.join('\r\n')}\r\n\r\n`));
@@ -227,7 +227,7 @@ describe('idempotent retries fingerprint what a submission means, not its framin
         'Idempotency-Key': key,
         'Content-Type': `multipart/form-data; boundary=${boundary}`,
       },
-      body: multipart(boundary, parts),
+      body: new Uint8Array(multipart(boundary, parts)),
     });
   const filePart = (png: Uint8Array, name = 'photo.png', style: 'curl' | 'browser' = 'curl') =>
     style === 'curl'

@@ -222,7 +222,10 @@ export async function createEmbeddedDisarm(
     const secret = await loadLinkSecret(dataDir);
     const tokenSigningKek = await loadTokenSigningKek(dataDir);
 
-    const store = createSqliteStore({ path: join(dataDir, 'disarm.sqlite') });
+    const store = createSqliteStore({
+      path: join(dataDir, 'disarm.sqlite'),
+      onMigrationNotice: (notice) => logger.warn({ notice }, 'schema migration changed access'),
+    });
     cleanups.push(() => store.close());
     const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());
 

@@ -224,7 +224,9 @@ export async function createEmbeddedDisarm(
 
     const store = createSqliteStore({
       path: join(dataDir, 'disarm.sqlite'),
-      onMigrationNotice: (notice) => logger.warn({ notice }, 'schema migration changed access'),
+      onMigrationNotice: (notice) => {
+        logger.warn({ notice }, 'schema migration changed access');
+      },
     });
     cleanups.push(() => store.close());
     const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());

@@ -203,7 +203,7 @@ async function loadClient(store: StateStore, flags: ClientFlags): Promise<OAuthC
   const owner = ownerOf(flags);
   const record = await store.getOAuthClient(flags.client);
   // Another organisation's client is as absent as an unknown one.
-  if (record === undefined || record.organisationId !== owner) {
+  if (record?.organisationId !== owner) {
     throw new RefusedError(`no client ${flags.client} ${ownerName(flags)}`);
   }
   return record;

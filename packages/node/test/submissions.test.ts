@@ -323,3 +323,133 @@ describe('idempotent retries fingerprint what a submission means, not its framin
     expect((await upload('{"fileName":"big2.png"}')).status).toBe(422);
   });
 });
+
+describe('file names long in UTF-8 work end to end (a name is data, never a path)', () => {
+  /** 84 CJK characters: 88 characters with `.png`, 256 bytes in UTF-8. */
+  const CJK_NAME = `${'漢'.repeat(84)}.png`;
+  /** 200 emoji: 204 characters, 804 bytes in UTF-8 (and 404 UTF-16 units). */
+  const EMOJI_NAME = `${'😀'.repeat(200)}.png`;
+  let processing: TestServer;
+  let key: string;
+
+  beforeAll(async () => {
+    processing = await startTestServer();
+    ({ apiKey: key } = await processing.createOrganisation('internal'));
+  }, 90_000);
+  afterAll(async () => {
+    await processing.stop();
+  });
+
+  /** RFC 8187 / RFC 5987 ext-value: the name decodes exactly; the ASCII fallback is ASCII. */
+  function expectAttachmentNamed(header: string | null, name: string): void {
+    const match =
+      /^attachment; filename="([\x20-\x7e]*)"; filename\*=UTF-8''([A-Za-z0-9!#$&+\-.^_`|~%]+)$/.exec(
+        header ?? '',
+      );
+    expect(match, header ?? '(none)').not.toBeNull();
+    expect(decodeURIComponent(match?.[2] ?? '')).toBe(name);
+  }
+
+  async function downloadOf(id: string): Promise<Response> {
+    const redirect = await fetch(`${processing.apiUrl}/v1/documents/${id}/download`, {
+      headers: { 'X-Api-Key': key },
+      redirect: 'manual',
+    });
+    expect(redirect.status).toBe(302);
+    return fetch(redirect.headers.get('Location') ?? '');
+  }
+
+  async function terminal(id: string): Promise<Record<string, unknown>> {
+    for (let attempt = 0; attempt < 600; attempt += 1) {
+      const envelope = (await (
+        await fetch(`${processing.apiUrl}/v1/documents/${id}`, { headers: { 'X-Api-Key': key } })
+      ).json()) as Record<string, unknown>;
+      if (envelope.status !== 'pending' && envelope.status !== 'processing') return envelope;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`document ${id} never finished`);
+  }
+
+  for (const name of [CJK_NAME, EMOJI_NAME]) {
+    expect(Buffer.byteLength(name)).toBeGreaterThan(255);
+    expect(Array.from(name).length).toBeLessThanOrEqual(255);
+
+    it(`multipart, sync: ${Array.from(name).length} characters, ${Buffer.byteLength(name)} bytes`, async () => {
+      const png = new Uint8Array(await buildImage('png'));
+      const form = new FormData();
+      form.append('file', new Blob([png]), name);
+      const response = await fetch(`${processing.apiUrl}/v1/documents?wait=true`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': key },
+        body: form,
+      });
+      const envelope = (await response.json()) as { id: string; status: string };
+      expect(envelope.status).toBe('completed');
+      const file = await downloadOf(envelope.id);
+      expect(file.status).toBe(200);
+      expectAttachmentNamed(file.headers.get('Content-Disposition'), name);
+      expect((await file.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    });
+
+    it(`raw lane, async: ${Buffer.byteLength(name)} bytes`, async () => {
+      const png = new Uint8Array(await buildImage('png'));
+      const response = await fetch(
+        `${processing.apiUrl}/v1/documents?filename=${encodeURIComponent(name)}`,
+        {
+          method: 'POST',
+          headers: { 'X-Api-Key': key, 'Content-Type': 'application/octet-stream' },
+          body: png,
+        },
+      );
+      expect(response.status).toBe(202);
+      const { id } = (await response.json()) as { id: string };
+      expect(await terminal(id)).toMatchObject({ status: 'completed' });
+      expectAttachmentNamed((await downloadOf(id)).headers.get('Content-Disposition'), name);
+    });
+
+    it(`upload lane: ${Buffer.byteLength(name)} bytes`, async () => {
+      const png = new Uint8Array(await buildImage('png'));
+      const created = await fetch(`${processing.apiUrl}/v1/uploads`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ fileName: name }),
+      });
+      expect(created.status).toBe(201);
+      const upload = (await created.json()) as {
+        uploadId: string;
+        uploadUrl: string;
+        requiredHeaders: Record<string, string>;
+      };
+      const put = await fetch(upload.uploadUrl, {
+        method: 'PUT',
+        headers: upload.requiredHeaders,
+        body: png,
+      });
+      expect(put.status).toBeLessThan(300);
+      const submitted = await fetch(`${processing.apiUrl}/v1/documents?wait=true`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ uploadId: upload.uploadId }),
+      });
+      const { id } = (await submitted.json()) as { id: string };
+      expect(await terminal(id)).toMatchObject({ status: 'completed' });
+      expectAttachmentNamed((await downloadOf(id)).headers.get('Content-Disposition'), name);
+    });
+  }
+
+  it("percent-encodes RFC 5987's reserved characters in filename*", async () => {
+    const name = "it's (final) *draft*.png";
+    const png = new Uint8Array(await buildImage('png'));
+    const response = await fetch(
+      `${processing.apiUrl}/v1/documents?wait=true&filename=${encodeURIComponent(name)}`,
+      {
+        method: 'POST',
+        headers: { 'X-Api-Key': key, 'Content-Type': 'application/octet-stream' },
+        body: png,
+      },
+    );
+    const { id } = (await response.json()) as { id: string };
+    expect(await terminal(id)).toMatchObject({ status: 'completed' });
+    expectAttachmentNamed((await downloadOf(id)).headers.get('Content-Disposition'), name);
+  });
+});

@@ -144,5 +144,10 @@ export function createStorageApi(options: StorageApiOptions): {
 /** RFC 6266 attachment with an ASCII fallback and the UTF-8 name (RFC 8187). */
 export function contentDisposition(fileName: string): string {
   const ascii = fileName.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+  // RFC 8187 3.2.1 attr-char: encodeURIComponent leaves ' ( ) * ! unescaped; of those only ! is allowed.
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }

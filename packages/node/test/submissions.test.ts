@@ -437,6 +437,33 @@ describe('file names long in UTF-8 work end to end (a name is data, never a path
     });
   }
 
+  it('says a file removed by DELETE was deleted, not deleted after download', async () => {
+    const png = new Uint8Array(await buildImage('png'));
+    const response = await fetch(
+      `${processing.apiUrl}/v1/documents?wait=true&filename=a.png&deleteAfterDownload=true`,
+      {
+        method: 'POST',
+        headers: { 'X-Api-Key': key, 'Content-Type': 'application/octet-stream' },
+        body: png,
+      },
+    );
+    const { id } = (await response.json()) as { id: string };
+    expect(await terminal(id)).toMatchObject({ status: 'completed' });
+    const deleted = await fetch(`${processing.apiUrl}/v1/documents/${id}`, {
+      method: 'DELETE',
+      headers: { 'X-Api-Key': key },
+    });
+    expect(deleted.status).toBe(204);
+    const gone = await fetch(`${processing.apiUrl}/v1/documents/${id}/download`, {
+      headers: { 'X-Api-Key': key },
+      redirect: 'manual',
+    });
+    expect(gone.status).toBe(410);
+    expect(((await gone.json()) as { detail: string }).detail).toBe(
+      'The cleaned file was deleted by a DELETE request on this document.',
+    );
+  });
+
   it("percent-encodes RFC 5987's reserved characters in filename*", async () => {
     const name = "it's (final) *draft*.png";
     const png = new Uint8Array(await buildImage('png'));
@@ -451,5 +478,56 @@ describe('file names long in UTF-8 work end to end (a name is data, never a path
     const { id } = (await response.json()) as { id: string };
     expect(await terminal(id)).toMatchObject({ status: 'completed' });
     expectAttachmentNamed((await downloadOf(id)).headers.get('Content-Disposition'), name);
+  });
+});
+
+describe('one member-name rule, and the storage origin', () => {
+  it('refuses a multipart file name with a path as the raw and upload lanes do, never shortening it', async () => {
+    const png = new Uint8Array(await buildImage('png'));
+    const form = new FormData();
+    form.append('file', new Blob([png]), '../../x.png');
+    const multipart = await fetch(`${server.apiUrl}/v1/documents`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': apiKey },
+      body: form,
+    });
+    const raw = await fetch(`${server.apiUrl}/v1/documents?filename=..%2F..%2Fx.png`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': apiKey, 'Content-Type': 'application/octet-stream' },
+      body: png,
+    });
+    const upload = await fetch(`${server.apiUrl}/v1/uploads`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ fileName: '../../x.png' }),
+    });
+    const answers = [];
+    for (const response of [multipart, raw, upload]) {
+      const problem = (await response.json()) as {
+        code: string;
+        errors: { message: string }[];
+      };
+      answers.push([response.status, problem.code, problem.errors[0]?.message]);
+    }
+    expect(answers[0]).toEqual([
+      400,
+      'ValidationFailed',
+      'the file name must not contain control characters or path separators',
+    ]);
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+  });
+
+  it('answers 404 for an unknown storage path, with a problem type link that resolves', async () => {
+    const response = await fetch(`${server.storageUrl}/no/such/path`);
+    expect(response.status).toBe(404);
+    const problem = (await response.json()) as { type: string; code: string };
+    expect(problem.code).toBe('NotFound');
+    const catalogue = await fetch(problem.type);
+    expect(catalogue.status).toBe(200);
+    expect(await catalogue.text()).toContain('NotFound');
+    const unsigned = await fetch(`${server.storageUrl}/blobs/output/doc_x`);
+    const unsignedProblem = (await unsigned.json()) as { type: string };
+    expect((await fetch(unsignedProblem.type)).status).toBe(200);
   });
 });

@@ -302,7 +302,15 @@ export async function createEmbeddedDisarm(
         oauth: { ...options.oauth, keyEncryptionKey: tokenSigningKek },
       },
     );
-    const storage = createStorageApi({ store, blobs, signer, clock, storageBaseUrl, logger });
+    const storage = createStorageApi({
+      store,
+      blobs,
+      signer,
+      clock,
+      storageBaseUrl,
+      problemsBaseUrl: publicBaseUrl,
+      logger,
+    });
 
     const stop = (): Promise<void> => {
       stopped ??= (async () => {

@@ -114,7 +114,8 @@ export async function receiveMultipart(
   try {
     busboy = Busboy({
       headers: { 'content-type': contentType },
-      preservePath: false,
+      // The name as sent: `../../x.png` is refused as on every other lane, never shortened.
+      preservePath: true,
       limits: {
         files: 1,
         fields: 8,

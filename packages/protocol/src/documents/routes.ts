@@ -403,10 +403,17 @@ export const downloadDocument: Handler = async (context) => {
     document.firstDownloadAt !== null &&
     now.getTime() >= document.firstDownloadAt.getTime() + graceMs;
   if (document.deletedAt !== null || graceOver) {
+    // The sweep of a delete-after-download document deletes at first download + grace; any
+    // earlier deletion was a DELETE request.
+    const swept =
+      document.deleteAfterDownload &&
+      document.firstDownloadAt !== null &&
+      (document.deletedAt === null ||
+        document.deletedAt.getTime() >= document.firstDownloadAt.getTime() + graceMs);
     throw new ProblemError('DocumentDeleted', {
-      detail: document.deleteAfterDownload
+      detail: swept
         ? 'The cleaned file was deleted after its first download (delete-after-download).'
-        : 'The cleaned file was deleted.',
+        : 'The cleaned file was deleted by a DELETE request on this document.',
     });
   }
   if (!isDownloadable(document, now)) {

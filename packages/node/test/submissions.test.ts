@@ -531,3 +531,35 @@ describe('one member-name rule, and the storage origin', () => {
     expect((await fetch(unsignedProblem.type)).status).toBe(200);
   });
 });
+
+describe('usage headers of a sync document that failed', () => {
+  let processing: TestServer;
+  beforeAll(async () => {
+    processing = await startTestServer();
+  }, 90_000);
+  afterAll(async () => {
+    await processing.stop();
+  });
+
+  it('do not count a failed, refunded document (tier and pay-as-you-go)', async () => {
+    // RTF is on the allowlist, detected and scanned, but its rebuild has not shipped: failed.
+    const rtf = new TextEncoder().encode('{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}} Hello.}');
+    const submit = (key: string) =>
+      fetch(`${processing.apiUrl}/v1/documents?wait=true&filename=memo.rtf`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': key, 'Content-Type': 'application/octet-stream' },
+        body: rtf,
+      });
+    const tier = await processing.createOrganisation('starter');
+    const tierResponse = await submit(tier.apiKey);
+    expect(await tierResponse.json()).toMatchObject({ status: 'failed' });
+    const allowance = tierResponse.headers.get('X-CDR-Usage-Allowance');
+    expect(tierResponse.headers.get('X-CDR-Usage-Used')).toBe('0');
+    expect(tierResponse.headers.get('X-CDR-Usage-Remaining')).toBe(allowance);
+
+    const payg = await processing.createOrganisation('payg', { creditPence: 100, pricePence: 10 });
+    const paygResponse = await submit(payg.apiKey);
+    expect(await paygResponse.json()).toMatchObject({ status: 'failed' });
+    expect(paygResponse.headers.get('X-CDR-Credit-Balance-Pence')).toBe('100');
+  });
+});

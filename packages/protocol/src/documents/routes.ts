@@ -311,6 +311,15 @@ export const submitDocument: Handler = async (context) => {
   }
   const envelope = await toEnvelope(api, document, api.clock.now());
   if (isTerminal(document.status) && budget !== undefined) {
+    if (document.status === 'failed') {
+      // A failed document was credited back: the usage headers show the account after that.
+      const refunded = await api.store.getOrganisation(organisation.id, api.clock.now());
+      if (refunded) {
+        for (const [name, value] of Object.entries(usageHeaders(refunded))) {
+          headers.set(name, value);
+        }
+      }
+    }
     return jsonResponse(request, envelope, { status: 200, headers });
   }
   headers.set('Location', statusUrlOf(api, document));

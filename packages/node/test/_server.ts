@@ -22,7 +22,8 @@ import type { PlanName } from '@disarm/protocol';
 
 /** Entry of the `disarm` command, run from source. */
 export const CLI_PATH = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** The tsx loader, as a URL for `node --import`. */
+export const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** How long the server may take to listen (tsx compiles the sources on first start). */
 const START_TIMEOUT_MS = 60_000;
 /** How long `stop()` waits for a graceful exit before killing the process. */

@@ -208,3 +208,44 @@ describe('disarm admin', () => {
     }
   });
 });
+
+describe('disarm admin org update --policy', () => {
+  it('merges by finding kind, and replaces only with --replace-policy', async () => {
+    const org = String(
+      json(
+        await admin(
+          'org',
+          'create',
+          '--name=Policy Co',
+          '--plan=starter',
+          '--policy=vba-macro=reject',
+          '--json',
+        ),
+      ).id,
+    );
+    const merged = json(
+      await admin('org', 'update', `--org=${org}`, '--policy=pdf-javascript=reject', '--json'),
+    );
+    expect(merged.policy).toEqual({ 'vba-macro': 'reject', 'pdf-javascript': 'reject' });
+    const changed = json(
+      await admin('org', 'update', `--org=${org}`, '--policy=vba-macro=strip', '--json'),
+    );
+    expect(changed.policy).toEqual({ 'vba-macro': 'strip', 'pdf-javascript': 'reject' });
+    const replaced = json(
+      await admin(
+        'org',
+        'update',
+        `--org=${org}`,
+        '--replace-policy',
+        '--policy=embedded-object=reject',
+        '--json',
+      ),
+    );
+    expect(replaced.policy).toEqual({ 'embedded-object': 'reject' });
+    const reset = json(await admin('org', 'update', `--org=${org}`, '--replace-policy', '--json'));
+    expect(reset.policy).toEqual({});
+    const help = await admin('org', 'update', '--help');
+    expect(help.stdout).toContain('--policy merges by finding kind');
+    expect(help.stdout).toContain('--replace-policy');
+  });
+});

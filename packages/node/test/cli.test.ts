@@ -121,16 +121,32 @@ describe('disarm clean', () => {
     expect(run.stderr).toContain('2 cleaned, 0 rejected, 0 failed');
   });
 
-  it('never replaces an existing file: that input fails and the exit status is 2', async () => {
+  it('checks --out before processing anything: an existing copy stops the run (64), --overwrite replaces it', async () => {
     await mkdir(join(cwd, 'out'));
     await writeFile(join(cwd, 'out/photo.png'), 'earlier copy');
-    const run = await disarm(cwd, 'clean', 'in/photo.png', 'in/notes.txt', '--out', 'out');
-    expect(run.code).toBe(2);
-    expect(run.stdout).toContain(
-      'failed   in/photo.png: internal_error — photo.png already exists in the output folder',
+    const run = await disarm(
+      cwd,
+      'clean',
+      'in/photo.png',
+      'in/nested/deeper',
+      'in/notes.txt',
+      '--out',
+      'out',
     );
-    expect(run.stdout).toContain('rejected in/notes.txt: unsupported_file_type — ');
+    expect(run.code).toBe(64);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(
+      'a cleaned copy already exists in --out out (out/photo.png); nothing was processed. Use --overwrite to replace them, or another --out',
+    );
+    // Checked first: not one file was processed, the other copy was never written.
+    expect(await readdir(join(cwd, 'out'))).toEqual(['photo.png']);
     expect(await readFile(join(cwd, 'out/photo.png'), 'utf8')).toBe('earlier copy');
+
+    const replaced = await disarm(cwd, 'clean', 'in/photo.png', '--out', 'out', '--overwrite');
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.stdout).toContain('cleaned  in/photo.png -> out/photo.png');
+    const copy = await readFile(join(cwd, 'out/photo.png'));
+    expect(copy.subarray(1, 4).toString('latin1')).toBe('PNG');
   });
 
   it('passes --policy and the limits to the engine', async () => {

@@ -141,12 +141,19 @@ describe('OAuth client credentials (real disarm serve)', () => {
     expect(deleted.status).toBe(404);
   });
 
-  it('gives a cdr.api token 403 on admin routes; a cdr.admin client token 200', async () => {
+  it('gives a cdr.api token 403 on admin routes; an operator client token 200', async () => {
     const apiToken = await token(await createOAuthClient(orgA));
     for (const path of ['/v1/admin/organisations', `/v1/admin/organisations/${orgA}/clients`]) {
       expect((await client.api(path, { headers: bearer(apiToken) })).status).toBe(403);
     }
-    const adminToken = await token(await createOAuthClient(orgA, ['cdr.admin']));
+    const operator = await server.admin('client', 'create', '--operator', '--name=ops', '--json');
+    expect(operator.code, operator.stderr).toBe(0);
+    const operatorClient = JSON.parse(operator.stdout) as OAuthClient & {
+      organisationId: string | null;
+      scopes: string[];
+    };
+    expect(operatorClient).toMatchObject({ organisationId: null, scopes: ['cdr.admin'] });
+    const adminToken = await token(operatorClient);
     const organisations = await client.api('/v1/admin/organisations', {
       headers: bearer(adminToken),
     });
@@ -216,6 +223,28 @@ describe('OAuth client credentials (real disarm serve)', () => {
     expect((await client.api('/v1/account', { headers: bearer(first) })).status).toBe(200);
     const human = await server.admin('client', 'create', `--org=${orgB}`, '--scope=openid');
     expect(human.code).toBe(64);
+  });
+
+  it('refuses cdr.admin for an organisation’s client from the CLI, with the reason', async () => {
+    const refused = await server.admin(
+      'client',
+      'create',
+      `--org=${orgB}`,
+      '--scope=cdr.api',
+      '--scope=cdr.admin',
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      `disarm admin: cdr.admin is platform administration and never an organisation's right: a client of ${orgB} may hold cdr.api only; for an operator client use --operator instead of --org\n`,
+    );
+    const listed = await server.admin('client', 'list', `--org=${orgB}`, '--json');
+    expect(listed.stdout).not.toContain('cdr.admin');
+    const both = await server.admin('client', 'create', `--org=${orgB}`, '--operator');
+    expect(both.code).toBe(64);
+    const operatorApi = await server.admin('client', 'create', '--operator', '--scope=cdr.api');
+    expect(operatorApi.code).toBe(1);
+    const operators = await server.admin('client', 'list', '--operator', '--json');
+    expect(operators.code, operators.stderr).toBe(0);
   });
 
   it('serves the JWKS and rotates the signing key without breaking issued tokens', async () => {

@@ -161,9 +161,16 @@ export type IdempotencyClaim =
 /** An OAuth 2.0 client (client credentials grant); the secret is stored only as a hash. */
 export interface OAuthClientRecord {
   readonly id: string;
-  readonly organisationId: string;
+  /**
+   * The customer organisation the client acts for, or `null` for an operator client (the
+   * platform's own, belonging to no customer organisation).
+   */
+  readonly organisationId: string | null;
   readonly name: string;
-  /** Scopes the client may ask for: `cdr.api`, `cdr.admin`. */
+  /**
+   * Scopes the client may ask for: `cdr.api` (organisation clients), `cdr.admin` (operator
+   * clients only: platform administration is never a customer organisation's right).
+   */
   readonly scopes: readonly string[];
   /** Hashes of the current secret(s): two during a rotation overlap. */
   readonly secretHashes: readonly string[];
@@ -308,14 +315,15 @@ export interface StateStore {
   // OAuth clients and signing keys
   createOAuthClient(record: OAuthClientRecord): Promise<void>;
   getOAuthClient(id: string): Promise<OAuthClientRecord | undefined>;
-  listOAuthClients(organisationId: string): Promise<OAuthClientRecord[]>;
+  /** An organisation's clients, or with `null` the operator clients; newest first. */
+  listOAuthClients(organisationId: string | null): Promise<OAuthClientRecord[]>;
   /**
-   * Changes a client in one atomic step, scoped by organisation (undefined when the organisation
-   * has no such client). The store derives the new secret list itself, so two rotations at once
+   * Changes a client in one atomic step, scoped by organisation (`null`: the operator clients;
+   * undefined when there is no such client there). The store derives the new secret list itself, so two rotations at once
    * never lose a secret that was handed out.
    */
   updateOAuthClient(
-    organisationId: string,
+    organisationId: string | null,
     id: string,
     change: OAuthClientChange,
   ): Promise<OAuthClientRecord | undefined>;

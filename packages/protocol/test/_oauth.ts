@@ -14,6 +14,8 @@ import { expect } from 'vitest';
 import { createDisarmApi } from '../src/api.ts';
 import type { DisarmApi } from '../src/api.ts';
 import { createOpenApiDocument } from '../src/openapi/document.ts';
+import { cryptoRandom, newId } from '../src/domain/ids.ts';
+import { generateClientSecret } from '../src/oauth/client-secrets.ts';
 import { createOAuth } from '../src/oauth/create-oauth.ts';
 import type { OAuth } from '../src/oauth/create-oauth.ts';
 import type { OAuthConfig } from '../src/oauth/config.ts';
@@ -63,7 +65,7 @@ const NO_EVENTS: DocumentEvents = {
 export interface CreatedClient {
   readonly clientId: string;
   readonly clientSecret: string;
-  readonly organisationId: string;
+  readonly organisationId: string | null;
   readonly scopes: string[];
 }
 
@@ -91,6 +93,12 @@ export interface OAuthHarness {
   /** Creates an organisation (provisioned on `internal` unless `plan: null`). */
   organisation(plan?: string | null): Promise<string>;
   client(organisationId: string, scopes?: string[]): Promise<CreatedClient>;
+  /**
+   * A client written straight into the store, as `disarm admin client create` does: `null` for an
+   * operator client, or an organisation's client with scopes the admin API would refuse (a row
+   * from before schema migration 3).
+   */
+  storedClient(organisationId: string | null, scopes: string[]): Promise<CreatedClient>;
   /** POST /connect/token with client_secret_post. */
   tokenRequest(fields: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
   /** A token for `client` (asserts 200). */
@@ -191,6 +199,20 @@ export async function createOAuthHarness(
       );
       expect(response.status).toBe(201);
       return (await response.json()) as CreatedClient;
+    },
+    async storedClient(organisationId, scopes) {
+      const secret = await generateClientSecret(cryptoRandom);
+      const clientId = newId('cli', cryptoRandom);
+      await store.createOAuthClient({
+        id: clientId,
+        organisationId,
+        name: 'stored',
+        scopes,
+        secretHashes: [secret.hash],
+        createdAt: clock.now(),
+        revokedAt: null,
+      });
+      return { clientId, clientSecret: secret.secret, organisationId, scopes };
     },
     tokenRequest(fields, headers = {}) {
       return send('/connect/token', {

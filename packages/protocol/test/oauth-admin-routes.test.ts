@@ -54,12 +54,31 @@ describe('OAuth admin routes', () => {
     expect(JSON.stringify(listed)).not.toContain(body.clientSecret);
   });
 
-  it('takes a name and scopes, in a canonical order', async () => {
-    const created = await h.admin('POST', clients, {
-      name: '  ops  ',
-      scopes: ['cdr.admin', 'cdr.api'],
-    });
-    expect(await created.json()).toMatchObject({ name: 'ops', scopes: ['cdr.api', 'cdr.admin'] });
+  it('takes a name and scopes', async () => {
+    const created = await h.admin('POST', clients, { name: '  ops  ', scopes: ['cdr.api'] });
+    expect(await created.json()).toMatchObject({ name: 'ops', scopes: ['cdr.api'] });
+  });
+
+  it('refuses cdr.admin for an organisation’s client: platform administration is no organisation’s right', async () => {
+    for (const scopes of [['cdr.admin'], ['cdr.api', 'cdr.admin']]) {
+      const refused = await h.admin('POST', clients, { name: 'ops', scopes });
+      expect(refused.status).toBe(400);
+      const problem = (await refused.json()) as {
+        code: string;
+        errors: { field: string; message: string }[];
+      };
+      expect(problem.code).toBe('ValidationFailed');
+      expect(problem.errors).toEqual([
+        {
+          field: 'body.scopes',
+          message: expect.stringMatching(
+            /^cdr\.admin is platform administration and never an organisation's right/,
+          ) as string,
+        },
+      ]);
+    }
+    const listed = (await (await h.admin('GET', clients)).json()) as { clients: ClientView[] };
+    expect(listed.clients.filter((client) => client.scopes.includes('cdr.admin'))).toEqual([]);
   });
 
   it('refuses invalid bodies with ValidationFailed', async () => {
@@ -129,14 +148,17 @@ describe('OAuth admin routes', () => {
     expect((await h.store.getOAuthClient(client.clientId))?.secretHashes).toHaveLength(2);
   });
 
-  it('needs scope cdr.admin: API keys and cdr.api tokens get 403; a cdr.admin client token works', async () => {
+  it('needs scope cdr.admin: API keys and cdr.api tokens get 403; an operator client token works', async () => {
     const key = (await (
       await h.admin('POST', `/v1/admin/organisations/${organisationId}/keys`, { name: 'k' })
     ).json()) as { key: string };
     const apiClient = await h.client(organisationId, ['cdr.api']);
     const apiToken = await h.token(apiClient);
-    const adminClient = await h.client(organisationId, ['cdr.api', 'cdr.admin']);
+    const adminClient = await h.storedClient(null, ['cdr.admin']);
     const adminToken = await h.token(adminClient, 'cdr.admin');
+    // An organisation's client that still holds cdr.admin (from before migration 3) is refused.
+    const legacy = await h.storedClient(organisationId, ['cdr.api', 'cdr.admin']);
+    const legacyToken = await h.token(legacy, 'cdr.admin');
     for (const [method, path] of [
       ['GET', clients],
       ['POST', clients],
@@ -144,7 +166,7 @@ describe('OAuth admin routes', () => {
       ['POST', '/v1/admin/signing-keys/rotate'],
       ['GET', '/v1/admin/organisations'],
     ] as const) {
-      for (const credential of [key.key, apiToken]) {
+      for (const credential of [key.key, apiToken, legacyToken]) {
         const refused = await h.admin(method, path, undefined, credential);
         expect(refused.status, `${method} ${path}`).toBe(403);
       }

@@ -33,7 +33,7 @@ describe('bearer verifier: our tokens', () => {
   beforeAll(async () => {
     h = await createOAuthHarness();
     organisationId = await h.organisation();
-    client = await h.client(organisationId, ['cdr.api', 'cdr.admin']);
+    client = await h.client(organisationId, ['cdr.api']);
   });
   afterAll(async () => {
     await h.close();
@@ -68,14 +68,37 @@ describe('bearer verifier: our tokens', () => {
   }
 
   it('turns a token of ours into the principal of its client and organisation', async () => {
-    const token = await h.token(client, 'cdr.api cdr.admin');
+    const token = await h.token(client, 'cdr.api');
     expect(await h.oauth.verifyBearer(token)).toEqual({
       organisationId,
-      scopes: new Set(['cdr.api', 'cdr.admin']),
+      scopes: new Set(['cdr.api']),
       credential: 'oauth_token',
       credentialId: client.clientId,
     });
     expect(await h.oauth.verifyBearer(await signWithOurKey(claims()))).toBeDefined();
+  });
+
+  it('gives an operator client (no organisation, no org claim) cdr.admin, never an organisation’s client', async () => {
+    const operator = await h.storedClient(null, ['cdr.admin']);
+    const token = await h.token(operator, 'cdr.admin');
+    expect(decodeJwt(token)).not.toHaveProperty('org');
+    expect(await h.oauth.verifyBearer(token)).toEqual({
+      organisationId: null,
+      scopes: new Set(['cdr.admin']),
+      credential: 'oauth_token',
+      credentialId: operator.clientId,
+    });
+    // An operator token cannot be passed off as an organisation's, nor the other way round.
+    const asCustomer = claims({
+      client_id: operator.clientId,
+      sub: operator.clientId,
+      scope: 'cdr.admin',
+    });
+    expect(await h.oauth.verifyBearer(await signWithOurKey(asCustomer))).toBeUndefined();
+    // A customer client still holding cdr.admin (a row from before migration 3) gets no admin.
+    const legacy = await h.storedClient(organisationId, ['cdr.api', 'cdr.admin']);
+    const legacyToken = await h.token(legacy, 'cdr.api cdr.admin');
+    expect((await h.oauth.verifyBearer(legacyToken))?.scopes).toEqual(new Set(['cdr.api']));
   });
 
   it('honours exp with 60 s of skew on the manual clock, then refuses', async () => {

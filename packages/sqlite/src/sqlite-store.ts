@@ -25,6 +25,11 @@ export interface SqliteStoreOptions {
    * Default {@link DEFAULT_BUSY_TIMEOUT_MS}.
    */
   readonly busyTimeoutMs?: number;
+  /**
+   * Hears what an applied schema migration changed that an operator must know (for example an
+   * organisation's OAuth client losing `cdr.admin`). Default: nothing is told.
+   */
+  readonly onMigrationNotice?: (notice: string) => void;
 }
 
 /** A {@link StateStore} in one SQLite file, with its schema tools. */
@@ -64,7 +69,11 @@ function assertOptions(options: SqliteStoreOptions): number {
   return busyTimeoutMs;
 }
 
-function open(path: string, busyTimeoutMs: number): Database.Database {
+function open(
+  path: string,
+  busyTimeoutMs: number,
+  onNotice: ((notice: string) => void) | undefined,
+): Database.Database {
   let db: Database.Database | undefined;
   try {
     db = new Database(path, { timeout: busyTimeoutMs });
@@ -76,7 +85,7 @@ function open(path: string, busyTimeoutMs: number): Database.Database {
     // FULL: a commit is on disk before it returns, so a 202 means the row survives a power cut.
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
-    migrate(db);
+    migrate(db, onNotice === undefined ? {} : { onNotice });
     return db;
   } catch (error) {
     if (db?.open === true) db.close();
@@ -104,7 +113,7 @@ function open(path: string, busyTimeoutMs: number): Database.Database {
  */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const busyTimeoutMs = assertOptions(options);
-  const db = open(options.path, busyTimeoutMs);
+  const db = open(options.path, busyTimeoutMs, options.onMigrationNotice);
   const organisations = createOrganisationRows(db);
   const accounts = createAccountOps(db, organisations);
   const documents = createDocumentOps(db, organisations);

@@ -10,6 +10,7 @@ import { describeStateStoreContract } from '@disarm/protocol/testing';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
+import { migrate } from '../src/_internal/schema.ts';
 import { createSqliteStore } from '../src/index.ts';
 import { rawDocument } from './_documents.ts';
 
@@ -125,7 +126,7 @@ describe('createSqliteStore', () => {
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
-    expect(migrations).toHaveLength(2);
+    expect(migrations).toHaveLength(3);
     await first.close();
 
     const second = open(path);
@@ -144,12 +145,10 @@ describe('createSqliteStore', () => {
 
   it('upgrades a file of schema 1: signing keys made before staged rotation sign from creation', async () => {
     const path = join(dir, 'state.db');
-    await open(path).close();
-    // Back to schema 1, with a key written by that version.
+    // A file of schema 1, with a key written by that version.
     const db = new Database(path);
-    db.exec(`ALTER TABLE signing_keys DROP COLUMN active_from;
-             DELETE FROM schema_migrations WHERE version = 2;
-             INSERT INTO signing_keys (kid, algorithm, public_jwk, private_jwk, created_at)
+    migrate(db, { upTo: 1 });
+    db.exec(`INSERT INTO signing_keys (kid, algorithm, public_jwk, private_jwk, created_at)
              VALUES ('kid_old', 'ES256', '{}', 'sealed', ${T0.getTime()});`);
     db.close();
 
@@ -158,7 +157,7 @@ describe('createSqliteStore', () => {
       inspect(path, (raw) =>
         raw.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
       ),
-    ).toEqual([1, 2]);
+    ).toEqual([1, 2, 3]);
     expect(await upgraded.listSigningKeys()).toEqual([
       {
         kid: 'kid_old',
@@ -171,6 +170,65 @@ describe('createSqliteStore', () => {
         retiredAt: null,
       },
     ]);
+  });
+
+  it('upgrades a file of schema 2: customer OAuth clients lose cdr.admin, told once; operator clients become possible', async () => {
+    const path = join(dir, 'state.db');
+    const db = new Database(path);
+    migrate(db, { upTo: 2 });
+    db.exec(`INSERT INTO organisations (id, name, status, plan, plan_type, monthly_allowance,
+               rate_limit_per_minute, max_file_size_bytes, max_upload_size_bytes,
+               price_per_document_pence, credit_balance_pence, period_start, period_end,
+               period_used_submissions, policy, created_at)
+             VALUES ('org_a', 'A', 'active', 'payg', 'payg', 0, 30, 1, 1, 10, 0, 0, 1, 0, '{}', 0);
+             INSERT INTO oauth_clients (id, organisation_id, name, scopes, secret_hashes, created_at, revoked_at) VALUES
+               ('cli_both', 'org_a', 'ops', '["cdr.api","cdr.admin"]', '["h1"]', 1, NULL),
+               ('cli_admin', 'org_a', 'platform', '["cdr.admin"]', '["h2"]', 2, NULL),
+               ('cli_api', 'org_a', 'backend', '["cdr.api"]', '["h3"]', 3, NULL);`);
+    db.close();
+
+    const notices: string[] = [];
+    const upgraded = createSqliteStore({
+      path,
+      onMigrationNotice: (notice) => notices.push(notice),
+    });
+    opened.push(upgraded);
+    expect(notices).toEqual([
+      'schema migration 3: OAuth client cli_both (ops) of organisation org_a lost scope cdr.admin: platform administration is for operator credentials only',
+      'schema migration 3: OAuth client cli_admin (platform) of organisation org_a lost scope cdr.admin: platform administration is for operator credentials only; it held no other scope and is now revoked',
+    ]);
+    const clients = await upgraded.listOAuthClients('org_a');
+    expect(clients.map((client) => [client.id, client.scopes, client.revokedAt !== null])).toEqual([
+      ['cli_api', ['cdr.api'], false],
+      ['cli_admin', [], true],
+      ['cli_both', ['cdr.api'], false],
+    ]);
+    expect((await upgraded.getOAuthClient('cli_both'))?.secretHashes).toEqual(['h1']);
+
+    await upgraded.createOAuthClient({
+      id: 'cli_operator',
+      organisationId: null,
+      name: 'platform',
+      scopes: ['cdr.admin'],
+      secretHashes: ['h4'],
+      createdAt: T0,
+      revokedAt: null,
+    });
+    expect((await upgraded.listOAuthClients(null)).map((client) => client.id)).toEqual([
+      'cli_operator',
+    ]);
+    expect(
+      await upgraded.updateOAuthClient('org_a', 'cli_operator', { kind: 'revoke', at: T0 }),
+    ).toBeUndefined();
+    expect(
+      (await upgraded.updateOAuthClient(null, 'cli_operator', { kind: 'revoke', at: T0 }))
+        ?.revokedAt,
+    ).toEqual(T0);
+    await upgraded.close();
+    // Told once: reopening applies nothing and says nothing.
+    const again = createSqliteStore({ path, onMigrationNotice: (notice) => notices.push(notice) });
+    opened.push(again);
+    expect(notices).toHaveLength(2);
   });
 
   it('opens the file in WAL mode with foreign keys enforced', async () => {

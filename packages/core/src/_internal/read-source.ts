@@ -15,16 +15,36 @@ export type SourceInput =
  * Reads the submitted file into memory, never more than `maxBytes`: a path is measured before
  * it is read, a stream is cut off as soon as it passes the ceiling.
  * @throws {Rejection} `file_too_large` past the ceiling.
+ * @throws {TypeError} for a source with no content (`bytes`, `path` or `stream`), `bytes` that
+ *   are not a `Uint8Array`, or a `path` that cannot be read (its errno error is the `cause`).
  */
 export async function readSource(source: SourceInput, maxBytes: number): Promise<Uint8Array> {
   const tooLarge = (): Rejection =>
     new Rejection('file_too_large', `the file is larger than the ${formatBytes(maxBytes)} ceiling`);
   if ('bytes' in source) {
+    // Callers in plain JavaScript pass strings; their UTF-16 length is not a byte count.
+    const bytes: unknown = source.bytes;
+    if (!(bytes instanceof Uint8Array)) {
+      throw new TypeError(
+        `source.bytes must be a Uint8Array (or Buffer), not ${bytes === null ? 'null' : typeof bytes}`,
+      );
+    }
     if (source.bytes.length > maxBytes) throw tooLarge();
     return source.bytes;
   }
   if ('path' in source) {
-    const info = await stat(source.path);
+    if (typeof source.path !== 'string' || source.path === '') {
+      throw new TypeError('source.path must be a non-empty string');
+    }
+    const info = await stat(source.path).catch((error: unknown) => {
+      const code = (error as NodeJS.ErrnoException | undefined)?.code;
+      throw new TypeError(
+        code === 'ENOENT' || code === 'ENOTDIR'
+          ? `source.path: no such file: ${source.path}`
+          : `source.path: cannot read ${source.path} (${code ?? 'unknown error'})`,
+        { cause: error },
+      );
+    });
     if (!info.isFile()) throw new TypeError(`${source.path} is not a regular file`);
     if (info.size > maxBytes) throw tooLarge();
     const handle = await open(source.path, 'r');
@@ -40,6 +60,10 @@ export async function readSource(source: SourceInput, maxBytes: number): Promise
     } finally {
       await handle.close();
     }
+  }
+  const stream: unknown = 'stream' in source ? source.stream : undefined;
+  if (stream === null || typeof stream !== 'object') {
+    throw new TypeError('source needs its content: one of bytes, path or stream');
   }
   const iterable: AsyncIterable<Uint8Array> =
     source.stream instanceof ReadableStream

@@ -1,8 +1,8 @@
-import { stat } from 'node:fs/promises';
+import { lstat, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 
-import { DEFAULT_LIMITS, FINDING_KINDS } from '@disarm/core';
+import { DEFAULT_LIMITS, FINDING_KINDS, formatForFileName, outputFileName } from '@disarm/core';
 import type { Limits, Policy } from '@disarm/core';
 import type { Command } from 'commander';
 
@@ -27,7 +27,11 @@ interface CleanFlags {
   readonly timeoutMs?: number;
   readonly maxDepth?: number;
   readonly progress: boolean;
+  readonly overwrite?: true;
 }
+
+/** Most already-present outputs named in the refusal; the rest are counted. */
+const MAX_LISTED_CONFLICTS = 5;
 
 /**
  * Adds `disarm clean <paths...> --out DIR` to `program`: cleans files and folders in parallel on a
@@ -45,6 +49,10 @@ export function registerCleanCommand(program: Command, context: CliContext): voi
     )
     .argument('<paths...>', 'files and folders to clean (folders are walked recursively)')
     .requiredOption('-o, --out <dir>', 'folder for the cleaned copies (created when missing)')
+    .option(
+      '--overwrite',
+      'replace copies already in --out (without it, an existing copy stops the run before any file is processed)',
+    )
     .option('--json', 'print one JSON object per input file per line instead of text')
     .option(
       '-c, --concurrency <n>',
@@ -91,6 +99,7 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
   const files = await collectInputs(paths, { path: outDir, display: flags.out });
   if (files.length === 0) throw new UsageError('no files to clean under the given paths');
+  await clearOutputs(files, flags, outDir);
 
   const limits = toLimits(flags);
   const pool = createWorkerPool({
@@ -136,6 +145,37 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   }
   if (counts.failed > 0) return EXIT_CODES.failed;
   return counts.rejected > 0 ? EXIT_CODES.rejected : EXIT_CODES.cleaned;
+}
+
+/**
+ * Checks every copy's place before any file is processed: an existing file there stops the run
+ * (usage error), or with `--overwrite` is removed so the copy can take its place.
+ */
+async function clearOutputs(
+  files: readonly InputFile[],
+  flags: CleanFlags,
+  outDir: string,
+): Promise<void> {
+  const taken: string[] = [];
+  for (const file of files) {
+    const format = formatForFileName(file.fileName);
+    // An unsupported file is rejected without writing anything.
+    if (!format) continue;
+    const target = join(file.outputDir, outputFileName(file.fileName, format));
+    if ((await lstat(target).catch(() => undefined)) !== undefined) taken.push(target);
+  }
+  if (taken.length === 0) return;
+  if (flags.overwrite === true) {
+    await Promise.all(taken.map((target) => rm(target, { force: true })));
+    return;
+  }
+  const shown = taken
+    .slice(0, MAX_LISTED_CONFLICTS)
+    .map((target) => join(flags.out, relative(outDir, target)));
+  const more = taken.length - shown.length;
+  throw new UsageError(
+    `${taken.length === 1 ? 'a cleaned copy already exists' : `${taken.length} cleaned copies already exist`} in --out ${flags.out} (${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}); nothing was processed. Use --overwrite to replace them, or another --out`,
+  );
 }
 
 function formatResult(

@@ -18,6 +18,8 @@ export interface JobMessage {
   readonly fileName: string;
   /** Absolute path, or `null` for a fresh temporary folder. */
   readonly outputDir: string | null;
+  /** File name of the copy in the folder, or `null` for the cleaned file name. */
+  readonly outputName: string | null;
   readonly limits: Limits;
   readonly policy: Policy;
 }

@@ -207,6 +207,15 @@ class ProcessPool implements WorkerPool {
     ) {
       throw new TypeError('job.outputDir must be a non-empty string');
     }
+    if (
+      job.outputName !== undefined &&
+      (typeof job.outputName !== 'string' ||
+        !/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(job.outputName))
+    ) {
+      throw new TypeError(
+        'job.outputName must be 1 to 128 letters, digits, ".", "_" or "-", not starting with "."',
+      );
+    }
     if (job.signal !== undefined && !(job.signal instanceof AbortSignal)) {
       throw new TypeError('job.signal must be an AbortSignal');
     }
@@ -217,6 +226,7 @@ class ProcessPool implements WorkerPool {
       inputPath: resolve(job.inputPath),
       fileName: job.fileName,
       outputDir: job.outputDir === undefined ? null : resolve(job.outputDir),
+      outputName: job.outputName ?? null,
       limits: resolveLimits(job.options?.limits),
       policy: checkPolicy(job.options?.policy),
     };

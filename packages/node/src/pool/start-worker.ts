@@ -103,7 +103,7 @@ async function runJob(
       : { status: 'rejected', reason, detail, threatNames };
   }
   try {
-    const outputPath = await writeOutput(outcome, job.outputDir);
+    const outputPath = await writeOutput(outcome, job.outputDir, job.outputName);
     return {
       status: 'cleaned',
       outputPath,
@@ -126,11 +126,15 @@ class OutputExistsError extends Error {}
  * truncated file under the final name, and an existing file (an input, an earlier copy) is never
  * replaced.
  */
-async function writeOutput(outcome: CleanedOutcome, outputDir: string | null): Promise<string> {
+async function writeOutput(
+  outcome: CleanedOutcome,
+  outputDir: string | null,
+  outputName: string | null,
+): Promise<string> {
   const folder = outputDir ?? (await mkdtemp(join(tmpdir(), 'disarm-')));
   await mkdir(folder, { recursive: true });
-  // The name derives from the submitted one: keep only its last segment, so it cannot climb out.
-  const outputPath = join(folder, basename(outcome.fileName));
+  // A derived name keeps only its last segment, so it cannot climb out of the folder.
+  const outputPath = join(folder, outputName ?? basename(outcome.fileName));
   const partPath = join(folder, `.${randomUUID()}.part`);
   await writeFile(partPath, outcome.bytes, { flag: 'wx' });
   try {

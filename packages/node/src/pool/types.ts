@@ -24,6 +24,14 @@ export interface WorkerJob {
    * job `failed`. Default: a fresh folder under `os.tmpdir()` per job, which the caller removes.
    */
   readonly outputDir?: string;
+  /**
+   * Name of the written copy inside the output folder, instead of the cleaned file name.
+   *
+   * **Security**: a service must set it (to an id): a caller's file name is data, and one of 255
+   * characters can be over a file system's 255-byte name limit. The result's `fileName` is the
+   * cleaned name either way.
+   */
+  readonly outputName?: string;
   /** Engine options. */
   readonly options?: JobOptions;
   /**

@@ -235,6 +235,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         inputPath,
         fileName: document.fileName,
         outputDir,
+        // Never a path from the caller's file name (it may be over 255 bytes, or anything else).
+        outputName: 'output',
         options: {
           limits: {
             maxBytes:

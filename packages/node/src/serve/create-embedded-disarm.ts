@@ -222,7 +222,12 @@ export async function createEmbeddedDisarm(
     const secret = await loadLinkSecret(dataDir);
     const tokenSigningKek = await loadTokenSigningKek(dataDir);
 
-    const store = createSqliteStore({ path: join(dataDir, 'disarm.sqlite') });
+    const store = createSqliteStore({
+      path: join(dataDir, 'disarm.sqlite'),
+      onMigrationNotice: (notice) => {
+        logger.warn({ notice }, 'schema migration changed access');
+      },
+    });
     cleanups.push(() => store.close());
     const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());
 
@@ -297,7 +302,15 @@ export async function createEmbeddedDisarm(
         oauth: { ...options.oauth, keyEncryptionKey: tokenSigningKek },
       },
     );
-    const storage = createStorageApi({ store, blobs, signer, clock, storageBaseUrl, logger });
+    const storage = createStorageApi({
+      store,
+      blobs,
+      signer,
+      clock,
+      storageBaseUrl,
+      problemsBaseUrl: publicBaseUrl,
+      logger,
+    });
 
     const stop = (): Promise<void> => {
       stopped ??= (async () => {

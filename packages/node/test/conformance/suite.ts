@@ -1171,6 +1171,12 @@ export function defineConformanceSuite(
         const { id, key: apiKey } = await client.newOrganisation({ plan: 'internal' });
         const clients = `/v1/admin/organisations/${id}/clients`;
         expect((await client.admin('POST', clients, { scopes: [] })).status).toBe(400);
+        // Platform administration is no organisation's right.
+        await problem(
+          await client.admin('POST', clients, { scopes: ['cdr.admin'] }),
+          400,
+          'ValidationFailed',
+        );
         expect((await client.admin('POST', clients, { name: 'x'.repeat(70_000) })).status).toBe(
           413,
         );

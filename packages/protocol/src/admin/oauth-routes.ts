@@ -80,6 +80,11 @@ function parseCreateBody(body: Record<string, unknown>): { name: string; scopes:
     new Set(scopes).size === scopes.length;
   if (!valid) {
     errors.add('body.scopes', `a non-empty list of distinct scopes: ${OAUTH_SCOPES.join(', ')}`);
+  } else if ((scopes as string[]).includes(SCOPE_ADMIN)) {
+    errors.add(
+      'body.scopes',
+      `${SCOPE_ADMIN} is platform administration and never an organisation's right: an organisation's client may hold ${SCOPE_API} only (operator clients, which belong to no organisation, are made with disarm admin client create --operator)`,
+    );
   }
   errors.throwIfAny();
   const granted = new Set(scopes as string[]);
@@ -109,10 +114,10 @@ const createClient: Handler = async (context) => {
     revokedAt: null,
   };
   await api.store.createOAuthClient(record);
-  // A cdr.admin client runs the whole platform: worth a louder line.
-  const line = { organisationId: organisation.id, clientId: record.id, scopes };
-  if (scopes.includes(SCOPE_ADMIN)) api.logger.warn(line, 'oauth client created with cdr.admin');
-  else api.logger.info(line, 'oauth client created');
+  api.logger.info(
+    { organisationId: organisation.id, clientId: record.id, scopes },
+    'oauth client created',
+  );
   return jsonResponse(
     request,
     { ...toClientView(record), clientSecret: secret.secret },

@@ -114,7 +114,8 @@ export async function receiveMultipart(
   try {
     busboy = Busboy({
       headers: { 'content-type': contentType },
-      preservePath: false,
+      // The name as sent: `../../x.png` is refused as on every other lane, never shortened.
+      preservePath: true,
       limits: {
         files: 1,
         fields: 8,
@@ -140,6 +141,7 @@ export async function receiveMultipart(
     let fileName: string | undefined;
     let deleteAfterDownload: boolean | undefined;
     let failure: Error | undefined;
+    let fileStream: Readable | undefined;
     const source = Readable.fromWeb(body as NodeReadableStream<Uint8Array>);
 
     const fail = (error: Error): void => {
@@ -148,6 +150,9 @@ export async function receiveMultipart(
       settled = true;
       source.unpipe(busboy);
       source.resume();
+      // Busboy ends a file part only at its closing boundary, which an unpiped parser never
+      // sees: end the part here so the blob store's put settles and removes its temporary file.
+      fileStream?.destroy(error);
       void (stored ?? Promise.resolve(undefined))
         .catch(() => undefined)
         .then(() => api.blobs.delete(intakeKey))
@@ -189,6 +194,7 @@ export async function receiveMultipart(
           ),
         );
       });
+      fileStream = stream;
       stored = api.blobs.put(intakeKey, Readable.toWeb(stream) as ReadableStream<Uint8Array>, {
         maxBytes: limits.maxFileSizeBytes,
       });

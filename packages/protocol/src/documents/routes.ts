@@ -311,6 +311,15 @@ export const submitDocument: Handler = async (context) => {
   }
   const envelope = await toEnvelope(api, document, api.clock.now());
   if (isTerminal(document.status) && budget !== undefined) {
+    if (document.status === 'failed') {
+      // A failed document was credited back: the usage headers show the account after that.
+      const refunded = await api.store.getOrganisation(organisation.id, api.clock.now());
+      if (refunded) {
+        for (const [name, value] of Object.entries(usageHeaders(refunded))) {
+          headers.set(name, value);
+        }
+      }
+    }
     return jsonResponse(request, envelope, { status: 200, headers });
   }
   headers.set('Location', statusUrlOf(api, document));
@@ -403,10 +412,17 @@ export const downloadDocument: Handler = async (context) => {
     document.firstDownloadAt !== null &&
     now.getTime() >= document.firstDownloadAt.getTime() + graceMs;
   if (document.deletedAt !== null || graceOver) {
+    // The sweep of a delete-after-download document deletes at first download + grace; any
+    // earlier deletion was a DELETE request.
+    const swept =
+      document.deleteAfterDownload &&
+      document.firstDownloadAt !== null &&
+      (document.deletedAt === null ||
+        document.deletedAt.getTime() >= document.firstDownloadAt.getTime() + graceMs);
     throw new ProblemError('DocumentDeleted', {
-      detail: document.deleteAfterDownload
+      detail: swept
         ? 'The cleaned file was deleted after its first download (delete-after-download).'
-        : 'The cleaned file was deleted.',
+        : 'The cleaned file was deleted by a DELETE request on this document.',
     });
   }
   if (!isDownloadable(document, now)) {

@@ -1,9 +1,8 @@
-import { sha256 } from '@noble/hashes/sha2.js';
-
 import type { Middleware } from '../api.ts';
 import type { RequestContext } from '../http/context.ts';
 import { problemResponse } from '../http/problem-response.ts';
 import type { StoredResponse } from '../ports.ts';
+import { RequestFingerprint } from './fingerprint.ts';
 
 /** Longest Idempotency-Key (spec Limits). */
 export const MAX_IDEMPOTENCY_KEY_CHARS = 200;
@@ -11,68 +10,6 @@ export const MAX_IDEMPOTENCY_KEY_CHARS = 200;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Header marking a replayed response. */
 export const REPLAYED_HEADER = 'Idempotency-Replayed';
-
-const encoder = new TextEncoder();
-
-function toHex(bytes: Uint8Array): string {
-  let hex = '';
-  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
-  return hex;
-}
-
-/**
- * Hashes what makes two requests "the same request": method, path, the query parameters in a
- * canonical order, the media type, and the body — streamed, so a 100 MB upload is hashed as it
- * passes into the handler, never buffered.
- */
-class RequestFingerprint {
-  readonly #hash = sha256.create();
-  #complete = false;
-
-  constructor(request: Request, url: URL) {
-    const query = [...url.searchParams.entries()]
-      .sort(([a, x], [b, y]) => (a === b ? x.localeCompare(y) : a.localeCompare(b)))
-      .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`)
-      .join('&');
-    const mediaType = (request.headers.get('Content-Type') ?? '').toLowerCase();
-    this.#hash.update(
-      encoder.encode(`${request.method}\n${url.pathname}\n${query}\n${mediaType}\n`),
-    );
-    if (!request.body) this.#complete = true;
-  }
-
-  /** The body, passing every chunk through the hash on its way. */
-  tap(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-    return body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform: (chunk, controller) => {
-          this.#hash.update(chunk);
-          controller.enqueue(chunk);
-        },
-        flush: () => {
-          this.#complete = true;
-        },
-      }),
-    );
-  }
-
-  /** Reads the rest of a body into the hash (for a retry that will not be processed). */
-  async drain(body: ReadableStream<Uint8Array> | null): Promise<void> {
-    if (body) {
-      const reader = this.tap(body).getReader();
-      for (;;) {
-        const { done } = await reader.read();
-        if (done) break;
-      }
-    }
-    this.#complete = true;
-  }
-
-  /** The hex digest, or `undefined` while the body has not been read to its end. */
-  digest(): string | undefined {
-    return this.#complete ? toHex(this.#hash.digest()) : undefined;
-  }
-}
 
 function validKey(key: string): boolean {
   // A visible-ASCII string (the IETF draft's sf-string), 1 to 200 characters.
@@ -100,7 +37,7 @@ async function toStored(response: Response): Promise<StoredResponse> {
  * the key is claimed atomically before any work; a successful first response is stored and
  * replayed byte for byte (with `Idempotency-Replayed: true`) for 24 hours; a concurrent
  * duplicate gets 409; the key on another endpoint 422; the same key with a different request
- * 422. Refusals that happen before any work (validation, 402, 403, 404, 429) are not stored, so
+ * (by what it means, see {@link RequestFingerprint}, not how it is framed) 422. Refusals that happen before any work (validation, 402, 403, 404, 429) are not stored, so
  * a corrected retry can go through. Keys are scoped to the organisation.
  */
 export const idempotencyMiddleware: Middleware = async (context, route, next) => {
@@ -159,7 +96,7 @@ export const idempotencyMiddleware: Middleware = async (context, route, next) =>
       );
     }
     await fingerprint.drain(request.body);
-    if (fingerprint.digest() !== record.requestHash) {
+    if ((await fingerprint.digest()) !== record.requestHash) {
       return problem(
         'IdempotencyKeyReused',
         'This Idempotency-Key was first used with a different request; use a new key for a new request.',
@@ -182,7 +119,7 @@ export const idempotencyMiddleware: Middleware = async (context, route, next) =>
     await api.store.releaseIdempotencyKey(organisationId, key);
     throw error;
   }
-  const requestHash = fingerprint.digest();
+  const requestHash = await fingerprint.digest();
   if (response.status >= 300 || requestHash === undefined) {
     await api.store.releaseIdempotencyKey(organisationId, key);
     return response;

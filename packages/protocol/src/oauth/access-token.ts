@@ -17,8 +17,8 @@ export interface AccessTokenClaims {
   readonly client_id: string;
   /** Space-separated (RFC 9068 2.2.3, RFC 8693 4.2). */
   readonly scope: string;
-  /** The organisation the client belongs to. */
-  readonly org: string;
+  /** The organisation the client belongs to; absent for an operator client. */
+  readonly org?: string;
   readonly iat: number;
   readonly exp: number;
   readonly jti: string;
@@ -30,7 +30,8 @@ export interface AccessTokenInput {
   readonly issuer: string;
   readonly audience: string;
   readonly clientId: string;
-  readonly organisationId: string;
+  /** `null` for an operator client: its tokens carry no `org` claim. */
+  readonly organisationId: string | null;
   /** Granted scopes, in the order they are written. */
   readonly scopes: readonly string[];
   readonly issuedAt: Date;
@@ -46,7 +47,7 @@ export async function signAccessToken(input: AccessTokenInput): Promise<string> 
   return new SignJWT({
     client_id: input.clientId,
     scope: input.scopes.join(' '),
-    org: input.organisationId,
+    ...(input.organisationId === null ? {} : { org: input.organisationId }),
   })
     .setProtectedHeader({
       alg: input.signingKey.algorithm,

@@ -1,6 +1,7 @@
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify } from 'jose';
 import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 
+import { SCOPE_ADMIN } from '../auth/principal.ts';
 import type { BearerVerifier, Principal } from '../auth/principal.ts';
 import type { Logger } from '../config.ts';
 import type { Clock, StateStore } from '../ports.ts';
@@ -125,16 +126,20 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       clockTolerance: CLOCK_SKEW_SECONDS,
       // Also refuses an `iat` in the future.
       maxTokenAge: ACCESS_TOKEN_LIFETIME_SECONDS,
-      requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id', 'scope', 'org'],
+      requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id', 'scope'],
     });
     const clientId = stringClaim(payload, 'client_id');
-    const organisationId = stringClaim(payload, 'org');
+    // No `org`: an operator client's token, checked against the client below.
+    const organisationId = payload.org === undefined ? null : stringClaim(payload, 'org');
     if (payload.sub !== clientId) refuse('sub is not the client');
     const client = await store.getOAuthClient(clientId);
     if (client === undefined) refuse('unknown client');
     if (client.revokedAt !== null) refuse('revoked client');
     if (client.organisationId !== organisationId) refuse('client of another organisation');
-    const held = new Set(client.scopes);
+    // Platform administration is never a customer organisation's right, whatever a row says.
+    const held = new Set(
+      client.scopes.filter((scope) => organisationId === null || scope !== SCOPE_ADMIN),
+    );
     return {
       organisationId,
       scopes: new Set(parseScopes(payload.scope).filter((scope) => held.has(scope))),

@@ -725,7 +725,7 @@ const oauthClientCreate: SchemaObject = {
       items: { type: 'string', enum: OAUTH_SCOPE_NAMES },
       default: ['cdr.api'],
       description:
-        '`cdr.admin` gives the platform-wide admin API: only for the platform operator’s own clients.',
+        'An organisation’s client may hold `cdr.api` only: `cdr.admin` (the platform-wide admin API) is refused here with `ValidationFailed`, and belongs to operator clients, which belong to no organisation (`disarm admin client create --operator`).',
     },
   },
   examples: [{ name: 'billing-sync', scopes: ['cdr.api'] }],

@@ -3,6 +3,7 @@ import { problemResponse } from '../http/problem-response.ts';
 import type { ProblemCode } from '../http/problems.ts';
 import { BlobDigestMismatchError, BlobTooLargeError } from '../ports.ts';
 import type { BlobStore, Clock, StateStore } from '../ports.ts';
+import { STORAGE_PATH_PREFIX } from './signer.ts';
 import type { LinkSigner } from './signer.ts';
 
 /** What the storage origin needs. */
@@ -11,8 +12,13 @@ export interface StorageApiOptions {
   readonly blobs: BlobStore;
   readonly signer: LinkSigner;
   readonly clock: Clock;
-  /** Base URL of the storage origin, for problem `type` links. */
+  /** Base URL of the storage origin. */
   readonly storageBaseUrl: string;
+  /**
+   * Base URL that serves the problem catalogue (`/problems/{code}`): the API's public base URL,
+   * so every problem `type` link resolves. @default `storageBaseUrl`
+   */
+  readonly problemsBaseUrl?: string;
   readonly logger?: Logger;
 }
 
@@ -31,9 +37,10 @@ const CONTENT_MD5 = /^[A-Za-z0-9+/]{22}==$/;
 export function createStorageApi(options: StorageApiOptions): {
   fetch(request: Request): Promise<Response>;
 } {
-  const { store, blobs, signer, clock, storageBaseUrl } = options;
+  const { store, blobs, signer, clock } = options;
+  const problemsBaseUrl = options.problemsBaseUrl ?? options.storageBaseUrl;
   const problem = (code: ProblemCode, detail?: string, headers?: HeadersInit): Response =>
-    problemResponse(storageBaseUrl, code, {
+    problemResponse(problemsBaseUrl, code, {
       ...(detail !== undefined ? { detail } : {}),
       ...(headers !== undefined ? { headers } : {}),
     });
@@ -124,6 +131,10 @@ export function createStorageApi(options: StorageApiOptions): {
         const url = new URL(request.url);
         // Pre-authorised links only: a bearer token must never be accepted (or logged) here.
         if (request.headers.has('Authorization')) return problem('AuthorizationHeaderNotAllowed');
+        // Only signed links live here: any other path names nothing (404, not a signature fault).
+        if (!url.pathname.startsWith(STORAGE_PATH_PREFIX)) {
+          return problem('NotFound', 'The storage origin serves signed links only.');
+        }
         switch (request.method) {
           case 'GET':
           case 'HEAD':
@@ -144,5 +155,10 @@ export function createStorageApi(options: StorageApiOptions): {
 /** RFC 6266 attachment with an ASCII fallback and the UTF-8 name (RFC 8187). */
 export function contentDisposition(fileName: string): string {
   const ascii = fileName.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+  // RFC 8187 3.2.1 attr-char: encodeURIComponent leaves ' ( ) * ! unescaped; of those only ! is allowed.
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }

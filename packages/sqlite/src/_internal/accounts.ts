@@ -130,30 +130,31 @@ export function createAccountOps(db: Database, organisations: OrganisationRows):
   const selectOAuthClient = db.prepare<[string], OAuthClientRow>(
     'SELECT * FROM oauth_clients WHERE id = ?',
   );
-  const selectOAuthClients = db.prepare<[string], OAuthClientRow>(
-    'SELECT * FROM oauth_clients WHERE organisation_id = ? ORDER BY created_at DESC, id DESC',
+  // `IS`, not `=`: a NULL organisation selects the operator clients.
+  const selectOAuthClients = db.prepare<[string | null], OAuthClientRow>(
+    'SELECT * FROM oauth_clients WHERE organisation_id IS ? ORDER BY created_at DESC, id DESC',
   );
   // One statement per change, so the new secret list is derived from the row as it is now
   // (two rotations at once leave both handed-out secrets live, the older one as previous).
   const rotateOAuthClientSecret = db.prepare<
-    [{ secret_hash: string; organisation_id: string; id: string }],
+    [{ secret_hash: string; organisation_id: string | null; id: string }],
     OAuthClientRow
   >(
     `UPDATE oauth_clients
      SET secret_hashes = CASE WHEN json_array_length(secret_hashes) = 0 THEN json_array(@secret_hash)
                               ELSE json_array(@secret_hash, json_extract(secret_hashes, '$[0]')) END
-     WHERE organisation_id = @organisation_id AND id = @id RETURNING *`,
+     WHERE organisation_id IS @organisation_id AND id = @id RETURNING *`,
   );
-  const dropPreviousOAuthClientSecret = db.prepare<[string, string], OAuthClientRow>(
+  const dropPreviousOAuthClientSecret = db.prepare<[string | null, string], OAuthClientRow>(
     `UPDATE oauth_clients
      SET secret_hashes = CASE WHEN json_array_length(secret_hashes) > 1
                               THEN json_array(json_extract(secret_hashes, '$[0]'))
                               ELSE secret_hashes END
-     WHERE organisation_id = ? AND id = ? RETURNING *`,
+     WHERE organisation_id IS ? AND id = ? RETURNING *`,
   );
-  const revokeOAuthClient = db.prepare<[number, string, string], OAuthClientRow>(
+  const revokeOAuthClient = db.prepare<[number, string | null, string], OAuthClientRow>(
     `UPDATE oauth_clients SET revoked_at = COALESCE(revoked_at, ?)
-     WHERE organisation_id = ? AND id = ? RETURNING *`,
+     WHERE organisation_id IS ? AND id = ? RETURNING *`,
   );
 
   const upsertSigningKey = db.prepare<[SigningKeyRow]>(

@@ -123,7 +123,7 @@ export interface IdempotencyRow {
 /** A row of `oauth_clients`. */
 export interface OAuthClientRow {
   readonly id: string;
-  readonly organisation_id: string;
+  readonly organisation_id: string | null;
   readonly name: string;
   readonly scopes: string;
   readonly secret_hashes: string;

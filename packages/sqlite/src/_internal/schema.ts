@@ -5,6 +5,16 @@ interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /** Run before `sql`: one row `{ notice }` per thing the migration changes that an operator must hear of. */
+  readonly notices?: string;
+}
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /** Hears each notice of an applied migration (what it changed that an operator must know). */
+  readonly onNotice?: (notice: string) => void;
+  /** Stop after this version (tests build old schemas with it). @default the newest */
+  readonly upTo?: number;
 }
 
 /*
@@ -166,10 +176,55 @@ const MIGRATION_2_SIGNING_KEY_ACTIVE_FROM = `
 ALTER TABLE signing_keys ADD COLUMN active_from INTEGER;
 `;
 
+/*
+ * Platform administration (cdr.admin) belongs to operator clients, which belong to no customer
+ * organisation: organisation_id becomes nullable (SQLite needs the table rebuilt for that), a
+ * customer client loses cdr.admin, and one left with no scope is revoked (it could do nothing).
+ */
+const OAUTH_CLIENT_HOLDS_ADMIN = `EXISTS (SELECT 1 FROM json_each(c.scopes) WHERE value = 'cdr.admin')`;
+const OAUTH_CLIENT_ONLY_ADMIN = `NOT EXISTS (SELECT 1 FROM json_each(c.scopes) WHERE value <> 'cdr.admin')`;
+const MIGRATION_3_NOTICES = `
+SELECT 'OAuth client ' || c.id || ' (' || c.name || ') of organisation ' || c.organisation_id ||
+       ' lost scope cdr.admin: platform administration is for operator credentials only' ||
+       CASE WHEN ${OAUTH_CLIENT_ONLY_ADMIN} AND c.revoked_at IS NULL
+            THEN '; it held no other scope and is now revoked' ELSE '' END AS notice
+FROM oauth_clients c
+WHERE ${OAUTH_CLIENT_HOLDS_ADMIN}
+ORDER BY c.created_at, c.id
+`;
+const MIGRATION_3_OPERATOR_CLIENTS = `
+CREATE TABLE oauth_clients_v3 (
+  id              TEXT    NOT NULL PRIMARY KEY,
+  organisation_id TEXT    REFERENCES organisations (id),
+  name            TEXT    NOT NULL,
+  scopes          TEXT    NOT NULL,
+  secret_hashes   TEXT    NOT NULL,
+  created_at      INTEGER NOT NULL,
+  revoked_at      INTEGER
+) STRICT;
+INSERT INTO oauth_clients_v3 (id, organisation_id, name, scopes, secret_hashes, created_at, revoked_at)
+SELECT c.id, c.organisation_id, c.name,
+       (SELECT json_group_array(value) FROM json_each(c.scopes) WHERE value <> 'cdr.admin'),
+       c.secret_hashes, c.created_at,
+       CASE WHEN c.revoked_at IS NULL AND ${OAUTH_CLIENT_ONLY_ADMIN}
+            THEN CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+            ELSE c.revoked_at END
+FROM oauth_clients c;
+DROP TABLE oauth_clients;
+ALTER TABLE oauth_clients_v3 RENAME TO oauth_clients;
+CREATE INDEX oauth_clients_organisation ON oauth_clients (organisation_id, created_at);
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
   { version: 2, name: 'signing key active_from', sql: MIGRATION_2_SIGNING_KEY_ACTIVE_FROM },
+  {
+    version: 3,
+    name: 'operator OAuth clients; cdr.admin off customer clients',
+    sql: MIGRATION_3_OPERATOR_CLIENTS,
+    notices: MIGRATION_3_NOTICES,
+  },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `
@@ -185,8 +240,8 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
  * @returns the versions applied by this call (empty when the schema was up to date).
  * @throws when the file was migrated by a newer version of this package.
  */
-export function migrate(db: Database): number[] {
-  const run = db.transaction((): number[] => {
+export function migrate(db: Database, options: MigrateOptions = {}): number[] {
+  const run = db.transaction((): { done: number[]; notices: string[] } => {
     db.exec(CREATE_MIGRATIONS_TABLE);
     const applied = new Set(
       db
@@ -205,14 +260,24 @@ export function migrate(db: Database): number[] {
       'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
     );
     const done: number[] = [];
+    const notices: string[] = [];
     for (const migration of MIGRATIONS) {
       if (applied.has(migration.version)) continue;
+      if (options.upTo !== undefined && migration.version > options.upTo) break;
+      if (migration.notices !== undefined) {
+        for (const row of db.prepare<[], { notice: string }>(migration.notices).all()) {
+          notices.push(`schema migration ${migration.version}: ${row.notice}`);
+        }
+      }
       db.exec(migration.sql);
       // Audit only; the store otherwise takes every time from its caller.
       record.run(migration.version, migration.name, Date.now());
       done.push(migration.version);
     }
-    return done;
+    return { done, notices };
   });
-  return run.immediate();
+  const { done, notices } = run.immediate();
+  // Told once the changes are committed, never for a rolled-back attempt.
+  for (const notice of notices) options.onNotice?.(notice);
+  return done;
 }

@@ -62,7 +62,10 @@ export function adminAction<Flags>(
     const flags = command.opts<Flags & AdminFlags>();
     const dataDir = resolve(flags.dataDir);
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    const store = createSqliteStore({ path: join(dataDir, 'disarm.sqlite') });
+    const store = createSqliteStore({
+      path: join(dataDir, 'disarm.sqlite'),
+      onMigrationNotice: (notice) => context.stderr.write(`disarm admin: ${notice}\n`),
+    });
     try {
       await action({
         store,

@@ -5,6 +5,7 @@ import type {
   OrganisationPatch,
   PlanName,
   PlanTermsOverride,
+  StateStore,
 } from '@disarm/protocol';
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
@@ -39,6 +40,7 @@ interface UpdateFlags extends TermsFlags {
   readonly name?: string;
   readonly plan?: PlanName;
   readonly creditPenceDelta?: number;
+  readonly replacePolicy?: true;
 }
 
 interface OrgFlags {
@@ -136,8 +138,17 @@ export function registerOrgCommands(admin: Command, context: CliContext): void {
           '--credit-pence-delta <n>',
           'add (or, negative, take) prepaid credit in pence',
           parseInteger,
+        )
+        .option(
+          '--replace-policy',
+          'replace the whole policy with the --policy given (none: every kind back to strip) ' +
+            'instead of merging them by kind into the current one',
         ),
     ),
+  ).addHelpText(
+    'after',
+    '\n--policy merges by finding kind: kinds not named keep their current action.\n' +
+      'With --replace-policy the given kinds become the whole policy.',
   );
   update.action(
     adminAction<UpdateFlags>(update, context, async ({ store, flags, now, print }) => {
@@ -149,7 +160,7 @@ export function registerOrgCommands(admin: Command, context: CliContext): void {
         ...(flags.creditPenceDelta === undefined
           ? {}
           : { creditDeltaPence: flags.creditPenceDelta }),
-        ...(flags.policy === undefined ? {} : { policy: flags.policy }),
+        ...(await policyPatch(store, flags, now)),
       };
       if (Object.keys(patch).length === 0) throw new UsageError('nothing to update (see --help)');
       const organisation = await store.updateOrganisation(flags.org, patch, now);
@@ -157,6 +168,19 @@ export function registerOrgCommands(admin: Command, context: CliContext): void {
       print(organisation, () => details(organisation));
     }),
   );
+}
+
+/** `--policy` merged by kind into the current policy, or with `--replace-policy` replacing it. */
+async function policyPatch(
+  store: StateStore,
+  flags: UpdateFlags,
+  now: Date,
+): Promise<{ policy?: Policy }> {
+  if (flags.replacePolicy === true) return { policy: flags.policy ?? {} };
+  if (flags.policy === undefined) return {};
+  const current = await store.getOrganisation(flags.org, now);
+  if (!current) throw new RefusedError(`no organisation ${flags.org}`);
+  return { policy: { ...current.policy, ...flags.policy } };
 }
 
 function withTermsOptions(command: Command): Command {

@@ -8,6 +8,11 @@ set -euo pipefail
 REQUIRED=(
   unzip:unzip
   chromium:chromium
+  clamav:clamscan
+  poppler-utils:pdftotext
+  libreoffice-writer-nogui:soffice
+  libreoffice-calc-nogui:localc
+  libreoffice-impress-nogui:loimpress
 )
 
 missing=()

@@ -100,7 +100,8 @@ function clamscan(folder: string): Record<string, string> {
     );
   } catch (error) {
     // Exit 1 means "something found"; the report is still on stdout.
-    report = String((error as { stdout?: unknown }).stdout ?? '');
+    const stdout = (error as { stdout?: unknown }).stdout;
+    report = typeof stdout === 'string' ? stdout : '';
   }
   return Object.fromEntries(
     report

@@ -13,6 +13,8 @@ export interface Verification {
   readonly reader: string;
   /** The reader's complaint when it refused the file. */
   readonly detail?: string;
+  /** The reader found active content in the copy (a virus scanner's verdict): never released. */
+  readonly unsafe?: boolean;
 }
 
 interface Reader {

@@ -9,30 +9,17 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-import { buildImage, buildOdt, buildOfficeDocument } from '@disarm/fixtures';
+import {
+  ACTIVE_CONTENT_SIGNATURES,
+  buildImage,
+  buildOdt,
+  buildOfficeDocument,
+} from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../src/disarm.ts';
 
 const REPO = resolve(import.meta.dirname, '..', '..', '..');
-
-/** ClamAV body signatures ([ClamAV] "Body-based signatures", .ndb: name:target:offset:hex). */
-const SIGNATURES: Readonly<Record<string, string>> = {
-  'Disarm.Office.DDEAUTO': 'DDEAUTO',
-  'Disarm.Office.DdeFormula': "cmd|'",
-  'Disarm.Office.IncludeText': 'INCLUDETEXT',
-  'Disarm.Office.IncludePicture': 'INCLUDEPICTURE',
-  'Disarm.Office.RemoteTemplate': 'relationships/attachedTemplate',
-  'Disarm.Office.OleObject': 'relationships/oleObject',
-  'Disarm.Office.Mhtml': 'mhtml:',
-  'Disarm.Office.MsMsdt': 'ms-msdt:',
-  'Disarm.Office.MacroSheet': 'relationships/xlMacrosheet',
-  'Disarm.Office.AutoOpen': 'Auto_Open',
-  'Disarm.Office.PpactionMacro': 'ppaction://macro',
-  'Disarm.Odf.ScriptUrl': 'vnd.sun.star.script:',
-  'Disarm.Odf.EventListener': 'event-listener',
-  'Disarm.Odf.Basic': 'StarBasic',
-};
 
 let dir: string;
 const cases: { name: string; input: Uint8Array; output: Uint8Array }[] = [];
@@ -40,12 +27,7 @@ const cases: { name: string; input: Uint8Array; output: Uint8Array }[] = [];
 beforeAll(async () => {
   execFileSync('bash', [join(REPO, 'scripts', 'ensure-system-deps.sh')], { stdio: 'ignore' });
   dir = await mkdtemp(join(tmpdir(), 'office-independent-'));
-  await writeFile(
-    join(dir, 'disarm.ndb'),
-    Object.entries(SIGNATURES)
-      .map(([name, text]) => `${name}:0:*:${Buffer.from(text).toString('hex')}`)
-      .join('\n') + '\n',
-  );
+  await writeFile(join(dir, 'disarm.ndb'), ACTIVE_CONTENT_SIGNATURES);
   const png = await buildImage('png', { width: 24, height: 24 });
   const texts = ['Quarterly numbers are up', 'Second paragraph'];
   const inputs: [string, Uint8Array][] = [

@@ -34,6 +34,9 @@ interface KeptPart {
   readonly relationships: Relationship[];
 }
 
+const VML_TYPE = 'application/vnd.openxmlformats-officedocument.vmldrawing';
+const EMPTY_VML = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<xml/>';
+
 /** The package itself, as the source of `_rels/.rels`. */
 const PACKAGE_ROOT = '/';
 
@@ -74,11 +77,26 @@ export async function rebuildOoxml(
   for (const part of walk.parts.values()) {
     if (part.name === PACKAGE_ROOT || !isXmlType(part.contentType)) continue;
     context.deadline.check();
-    part.bytes = rewritePart(part.bytes, `part ${part.name}`, {
-      keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
-      contentType: part.contentType.toLowerCase(),
-      findings,
-    });
+    const contentType = part.contentType.toLowerCase();
+    try {
+      part.bytes = rewritePart(part.bytes, `part ${part.name}`, {
+        keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
+        contentType,
+        findings,
+      });
+    } catch (error) {
+      // Legacy VML written by older Office is often not well-formed (unclosed `<br>`); it only
+      // draws comment boxes and form controls, so an unreadable one is emptied, not fatal.
+      if (
+        !(error instanceof Rejection) ||
+        error.reason !== 'invalid_file' ||
+        contentType !== VML_TYPE
+      ) {
+        throw error;
+      }
+      findings.add('hidden-data');
+      part.bytes = new TextEncoder().encode(EMPTY_VML);
+    }
   }
   walk.countUnreached();
   return { bytes: await writePackage([...walk.parts.values()]), findings: findings.toArray() };
@@ -219,9 +237,7 @@ function isPackageMachinery(memberName: string): boolean {
 
 function isXmlType(contentType: string): boolean {
   const folded = contentType.toLowerCase();
-  return (
-    folded.endsWith('+xml') || folded === 'application/vnd.openxmlformats-officedocument.vmldrawing'
-  );
+  return folded.endsWith('+xml') || folded === VML_TYPE;
 }
 
 /** Writes the package: content types first, then the package relationships, parts, their rels. */

@@ -196,7 +196,9 @@ const EXTENDED_TYPE = 'application/vnd.openxmlformats-officedocument.extended-pr
  * second walk writes the part without it.
  */
 export function rewritePart(bytes: Uint8Array, what: string, part: PartRewrite): Uint8Array {
-  const dropped = collectDropped(bytes, what, part.findings);
+  const dropped = needsFirstWalk(bytes, part.contentType)
+    ? collectDropped(bytes, what, part.findings)
+    : new Set<number>();
   const decide = (
     element: XmlElementNode,
     ancestors: readonly XmlElementNode[],
@@ -268,6 +270,18 @@ function propertiesDecision(
   if (allowed) return { action: 'keep' };
   part.findings.add('document-metadata');
   return { action: 'drop' };
+}
+
+/** Markers of what the first walk looks for; a part holding none of them needs no first walk. */
+const FIRST_WALK_MARKERS = ['fldChar', 'instrText', 'definedName', 'oleObj', 'control'].map(
+  (marker) => Buffer.from(marker),
+);
+
+function needsFirstWalk(bytes: Uint8Array, contentType: string): boolean {
+  // Formulas are `<f>` under any prefix: every sheet gets the first walk.
+  if (contentType.includes('sheet') || bytes[0] === 0xff || bytes[0] === 0xfe) return true;
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return FIRST_WALK_MARKERS.some((marker) => view.includes(marker));
 }
 
 interface OpenField {

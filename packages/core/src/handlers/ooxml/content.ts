@@ -152,7 +152,8 @@ const NEEDS_RELATIONSHIP = new Set([
   'snd', 'embedRegular', 'embedBold', 'embedItalic', 'embedBoldItalic', 'externalData',
   'userShapes', 'picture', 'drawing', 'oleObject', 'control', 'dataSource', 'recipientData',
   'headerSource', 'saveThroughXslt', 'sourceFileName', 'tablePart', 'chart', 'relIds',
-  'webExtension', 'contentPart', 'customXml',
+  'webExtension', 'contentPart', 'customXml', 'tags', 'custData', 'audioFile', 'videoFile',
+  'wavAudioFile', 'quickTimeFile', 'media',
 ]); // prettier-ignore
 
 /** Containers that must not be left empty (ECMA-376 schemas: at least one child). */

@@ -45,6 +45,7 @@ export function judge(
   if (result.status === 'cleaned') {
     if (MUST_REFUSE.has(row.expected) || verification?.unsafe === true) return 'unsafe';
     if (verification?.ok === false) return 'broken';
+    if (verification?.textDiffers === true) return 'differs';
   }
   return labelOf(result) === row.expected ? 'match' : 'differs';
 }

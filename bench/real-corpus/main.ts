@@ -45,7 +45,8 @@ outcome with the manifest.
 Verdicts: match; unsafe (cleaned, but the manifest expects a refusal for a threat, policy,
 password or size, or clamscan finds active content in the copy); broken (cleaned, but the
 reader cannot open the copy); unbuilt (the format's rebuilder is not in this engine version yet;
-the file failed closed); differs (anything else).
+the file failed closed); differs (anything else, also an Office copy whose text is not the
+input's because visible active content was removed).
 
 Options:
   --formats LIST   only rows of these formats (the manifest's format column)
@@ -281,7 +282,7 @@ function renderSummary(dir: string, reports: readonly FileReport[], seconds: num
       const { row, result } = report;
       const why =
         result.status === 'cleaned'
-          ? report.verification?.ok === false
+          ? report.verification?.ok === false || report.verification?.textDiffers === true
             ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
             : `findings ${JSON.stringify(result.findings)}`
           : result.detail;

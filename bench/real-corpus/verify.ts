@@ -15,6 +15,8 @@ export interface Verification {
   readonly detail?: string;
   /** The reader found active content in the copy (a virus scanner's verdict): never released. */
   readonly unsafe?: boolean;
+  /** The copy opens, but its text is not the input's (visible active content was removed). */
+  readonly textDiffers?: boolean;
 }
 
 interface Reader {

@@ -231,7 +231,9 @@ export function rewritePart(bytes: Uint8Array, what: string, part: PartRewrite):
     }
     let attributes: XmlAttributeNode[] | undefined;
     for (const attr of element.attributes) {
-      const dangling = attr.uri === NS.r && attr.value !== '' && !part.keptIds.has(attr.value);
+      // VML names its image relationships `o:relid` ([MS-OI29500] 2.1.1436).
+      const naming = attr.uri === NS.r || (attr.uri === NS.o && attr.localName === 'relid');
+      const dangling = naming && attr.value !== '' && !part.keptIds.has(attr.value);
       const unsafeUrl =
         (attr.localName === 'href' || attr.localName === 'src') &&
         /^[a-z][a-z0-9+.-]*:/i.test(attr.value.trim()) &&

@@ -264,6 +264,50 @@ describe('OOXML rebuild', () => {
     expect(text).not.toContain('<br>');
   });
 
+  it('removes references to dropped parts, VML o:relid included, so none dangles', async () => {
+    const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+    const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.xml',
+          contentType: OOXML_MAIN_TYPES.xlsx,
+          data: `<workbook xmlns="${S}" xmlns:r="${R}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
+          ],
+        },
+        {
+          name: 'xl/worksheets/sheet1.xml',
+          contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml',
+          data: `<worksheet xmlns="${S}" xmlns:r="${R}"><sheetData/><legacyDrawing r:id="rId1"/></worksheet>`,
+          relationships: [
+            {
+              id: 'rId1',
+              type: 'http://schemas.openxmlformats.org/officeDocument/2006/relationships/vmlDrawing',
+              target: '../drawings/vmlDrawing1.vml',
+            },
+          ],
+        },
+        {
+          name: 'xl/drawings/vmlDrawing1.vml',
+          contentType: 'application/vnd.openxmlformats-officedocument.vmlDrawing',
+          data: '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office"><v:shape><v:imagedata o:relid="rId1" o:title=""/></v:shape></xml>',
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.image, target: '../media/image1.emf' },
+          ],
+        },
+        { name: 'xl/media/image1.emf', contentType: 'image/x-emf', data: 'EMF' },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'hidden-data': 1 });
+    const { names, text } = await unzipped(outcome.bytes);
+    expect(names).not.toContain('xl/media/image1.emf');
+    expect(text).toContain('<v:imagedata o:title=""/>');
+  });
+
   it('is deterministic and idempotent: a rebuilt document comes back byte-identical with nothing to report', async () => {
     const input = await buildWordDocument('docm', {
       vba: true,

@@ -76,6 +76,7 @@ export async function verifyOoxml(
       }
     }
     const reached = new Set<string>(['[content_types].xml']);
+    const relationshipIds = new Map<string, Set<string>>();
     const queue = ['/'];
     for (let source = queue.shift(); source !== undefined; source = queue.shift()) {
       const relsName = relationshipsPartOf(source).toLowerCase();
@@ -83,6 +84,7 @@ export async function verifyOoxml(
       if (!relsBytes) continue;
       reached.add(relsName);
       const relationships = guard('ooxml.xml-parse', () => parseRelationships(relsBytes, relsName));
+      relationshipIds.set(source.slice(1).toLowerCase(), new Set(relationships.map((r) => r.id)));
       for (const relationship of relationships) {
         if (relationship.external) {
           if (
@@ -129,7 +131,9 @@ export async function verifyOoxml(
         );
       }
       const contentType = contentTypeOf(types, `/${name}`)?.toLowerCase() ?? '';
-      if (IMAGE_TYPES[contentType] === undefined) checkXmlPart(bytes, `/${name}`);
+      if (IMAGE_TYPES[contentType] === undefined) {
+        checkXmlPart(bytes, `/${name}`, relationshipIds.get(name) ?? new Set());
+      }
     }
   } finally {
     listing.file.close();
@@ -146,7 +150,7 @@ function guard<T>(check: string, read: () => T): T {
 }
 
 /** Re-reads one XML part: parses without a DTD and holds nothing that runs or fetches. */
-function checkXmlPart(bytes: Uint8Array, name: string): void {
+function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>): void {
   const fail = (what: string): never => {
     throw new VerifyFailure('ooxml.active-content', `${name} still holds ${what}`);
   };
@@ -159,6 +163,15 @@ function checkXmlPart(bytes: Uint8Array, name: string): void {
       open(element) {
         const key = `${element.uri} ${element.localName}`;
         if (FORBIDDEN.has(key)) fail(element.name);
+        for (const a of element.attributes) {
+          const naming = a.uri === NS.r || (a.uri === NS.o && a.localName === 'relid');
+          if (naming && a.value !== '' && !ids.has(a.value)) {
+            throw new VerifyFailure(
+              'ooxml.dangling-reference',
+              `${name}: ${element.name} names relationship ${a.value}, which the part does not have`,
+            );
+          }
+        }
         if (element.uri === NS.w && element.localName === 'fldSimple') {
           if (classifyField(attribute(element, NS.w, 'instr') ?? '') !== undefined) fail('a field');
         } else if (element.uri === NS.w && element.localName === 'fldChar') {

@@ -193,6 +193,24 @@ describe('judge', () => {
     );
   });
 
+  it('calls a copy a scanner flags unsafe, and a copy with other text differs', () => {
+    expect(
+      judge(row('completed-cleaned'), cleaned, {
+        ok: false,
+        unsafe: true,
+        reader: 'clamscan',
+        detail: 'Heuristics.OLE2.ContainsMacros.VBA',
+      }),
+    ).toBe('unsafe');
+    expect(
+      judge(row('completed-cleaned'), cleaned, {
+        ok: true,
+        textDiffers: true,
+        reader: 'clamscan + LibreOffice',
+      }),
+    ).toBe('differs');
+  });
+
   it('calls a cleaned file unsafe only when a refusal for what it carries was expected', () => {
     for (const reason of [
       'threat_detected',

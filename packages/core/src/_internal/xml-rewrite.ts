@@ -50,9 +50,7 @@ export interface XmlRewriteRules {
 }
 
 /** Elements one part may hold; beyond this the part is refused, not parsed on. */
-export const MAX_XML_ELEMENTS = 5_000_000;
-
-const KEEP: ElementDecision = { action: 'keep' };
+const MAX_XML_ELEMENTS = 5_000_000;
 
 /**
  * Walks a part's elements and text with saxes. A document type declaration makes the part
@@ -192,11 +190,6 @@ export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRul
     },
   });
   return new TextEncoder().encode(out.join(''));
-}
-
-/** The one decision that keeps an element as it is. */
-export function keep(): ElementDecision {
-  return KEEP;
 }
 
 function escapeText(text: string): string {

@@ -10,7 +10,7 @@ const CONTENT_TYPES_NS = 'http://schemas.openxmlformats.org/package/2006/content
 const RELATIONSHIPS_NS = 'http://schemas.openxmlformats.org/package/2006/relationships';
 
 /** Relationships of one part may not exceed this (every loop over input has a cap). */
-export const MAX_RELATIONSHIPS_PER_PART = 100_000;
+const MAX_RELATIONSHIPS_PER_PART = 100_000;
 
 /** `[Content_Types].xml` read: defaults by extension, overrides by part name (both folded). */
 export interface ContentTypes {

@@ -30,7 +30,7 @@ export const IMAGE_TYPES: Readonly<Record<string, string>> = {
 };
 
 /** Main document parts (the `officeDocument` relationship's target), xlsb excluded. */
-export const MAIN_TYPES: readonly string[] = [
+const MAIN_TYPES: readonly string[] = [
   `${WML}document.main+xml`,
   `${WML}template.main+xml`,
   'application/vnd.ms-word.document.macroenabled.main+xml',

@@ -10,6 +10,11 @@ REQUIRED=(
   chromium:chromium
   qpdf:qpdf
   libimage-exiftool-perl:exiftool
+  clamav:clamscan
+  poppler-utils:pdftotext
+  libreoffice-writer-nogui:soffice
+  libreoffice-calc-nogui:localc
+  libreoffice-impress-nogui:loimpress
 )
 
 missing=()

@@ -25,6 +25,7 @@ import type { JobResult } from '@disarm/node';
 import { judge, labelOf, VERDICTS } from './judge.ts';
 import type { Verdict } from './judge.ts';
 import { ManifestError, readManifest } from './manifest.ts';
+import { OFFICE_FORMATS, verifyOffice } from './office.ts';
 import type { ManifestRow } from './manifest.ts';
 import { findLeaks, verifyOutput } from './verify.ts';
 import type { Verification } from './verify.ts';
@@ -37,11 +38,15 @@ const USAGE = `usage: npm run corpus -- [DIR] [--formats pdf,zip,…] [--categor
 
 Runs every file of DIR/manifest.tsv (default: $DISARM_CORPUS, else ../shared/corpus) through the
 engine on the worker pool, opens each cleaned copy with an independent reader (vips, ImageMagick
-identify, unzip -t, qpdf --check), and compares the outcome with the manifest.
+identify, unzip -t, qpdf --check; Office and ODT copies: clamscan --alert-macros with active-content
+signatures, then LibreOffice converts input and copy and their text must agree), and compares the
+outcome with the manifest.
 
 Verdicts: match; unsafe (cleaned, but the manifest expects a refusal for a threat, policy,
-password or size); broken (cleaned, but the reader cannot open the copy); unbuilt (the format's
-rebuilder is not in this engine version yet; the file failed closed); differs (anything else).
+password or size, or clamscan finds active content in the copy); broken (cleaned, but the
+reader cannot open the copy); unbuilt (the format's rebuilder is not in this engine version yet;
+the file failed closed); differs (anything else, also an Office copy whose text is not the
+input's because visible active content was removed).
 
 Options:
   --formats LIST   only rows of these formats (the manifest's format column)
@@ -194,7 +199,9 @@ async function runOne(
   const ms = Math.round(performance.now() - started);
   let verification: Verification | undefined;
   if (result.status === 'cleaned') {
-    const opened = await verifyOutput(result.outputPath, result.format);
+    const opened = OFFICE_FORMATS.has(result.format)
+      ? await verifyOffice(result.outputPath, join(dir, row.file), result.format)
+      : await verifyOutput(result.outputPath, result.format);
     const leaks = await findLeaks(join(dir, row.file), result.outputPath, result.format);
     verification = leaks.length > 0 ? { ...opened, leaks } : opened;
   }
@@ -280,7 +287,7 @@ function renderSummary(dir: string, reports: readonly FileReport[], seconds: num
         result.status === 'cleaned'
           ? report.verification?.leaks
             ? `leaks: ${report.verification.leaks.join(', ')}`
-            : report.verification?.ok === false
+            : report.verification?.ok === false || report.verification?.textDiffers === true
               ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
               : `findings ${JSON.stringify(result.findings)}`
           : result.detail;

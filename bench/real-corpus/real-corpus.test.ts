@@ -110,12 +110,12 @@ describe('npm run corpus', () => {
       'hostile/slip.zip': 'match',
       'malformed/truncated.png': 'match',
       'malformed/gif-named-png.png': 'match',
-      'active/letter.docx': 'unbuilt',
+      'active/letter.docx': 'match',
       'hostile/not-really.png': 'unsafe',
     });
     // unzip is a system dependency of the tests, so the zip is always opened by it.
     expect(lines.get('benign/album.zip')?.opens).toBe(true);
-    expect(run.stderr).toMatch(/^all\s+8\s+6\s+1\s+0\s+1\s+0$/m);
+    expect(run.stderr).toMatch(/^all\s+8\s+7\s+1\s+0\s+0\s+0$/m);
     expect(run.stderr).toContain('unsafe  png   expected rejected:threat_detected');
   });
 
@@ -212,6 +212,24 @@ describe('judge', () => {
     expect(judge(row('completed-cleaned'), cleaned, { ok: undefined, reader: 'none' })).toBe(
       'match',
     );
+  });
+
+  it('calls a copy a scanner flags unsafe, and a copy with other text differs', () => {
+    expect(
+      judge(row('completed-cleaned'), cleaned, {
+        ok: false,
+        unsafe: true,
+        reader: 'clamscan',
+        detail: 'Heuristics.OLE2.ContainsMacros.VBA',
+      }),
+    ).toBe('unsafe');
+    expect(
+      judge(row('completed-cleaned'), cleaned, {
+        ok: true,
+        textDiffers: true,
+        reader: 'clamscan + LibreOffice',
+      }),
+    ).toBe('differs');
   });
 
   it('calls a cleaned file unsafe only when a refusal for what it carries was expected', () => {

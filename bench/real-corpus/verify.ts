@@ -21,6 +21,10 @@ export interface Verification {
    * allowlist, or `identical to the input`. Any entry makes the verdict `unsafe`.
    */
   readonly leaks?: readonly string[];
+  /** The reader found active content in the copy (a virus scanner's verdict): never released. */
+  readonly unsafe?: boolean;
+  /** The copy opens, but its text is not the input's (visible active content was removed). */
+  readonly textDiffers?: boolean;
 }
 
 const IMAGE_EXTENSIONS = new Set(['jpg', 'jpeg', 'png', 'gif', 'tif', 'tiff', 'webp', 'bmp']);

@@ -169,8 +169,8 @@ describe('disarm()', () => {
     ['a.rtf', () => Buffer.from(TEXT_FIXTURES.rtf)],
     ['a.svg', () => Buffer.from(TEXT_FIXTURES.svg)],
     ['a.html', () => Buffer.from(TEXT_FIXTURES.html)],
-    ['a.docx', () => buildOoxml('docx')],
-    ['a.odt', () => buildOdf('odt')],
+    ['a.xlsb', () => buildOoxml('xlsb')],
+    ['a.ods', () => buildOdf('ods')],
     ['a.doc', COMPOUND_FIXTURES.doc],
   ])(
     'never passes %s through while its family is not rebuilt: it fails as a fault',

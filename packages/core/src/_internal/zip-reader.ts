@@ -149,6 +149,16 @@ function toMember(entry: Entry): ZipMember {
   };
 }
 
+/** Where each member's data starts, read from its local header (APPNOTE 4.3.7). */
+export async function dataStartOf(listing: ZipListing, member: ZipMember): Promise<number> {
+  try {
+    const header = await listing.file.readLocalFileHeaderPromise(member.entry, { minimal: true });
+    return header.fileDataStart;
+  } catch (error) {
+    throw toZipRejection(error);
+  }
+}
+
 /**
  * Inflates one member into memory, stopping as soon as it would pass `maxBytes`. yauzl also
  * checks the output against the declared size, so a member that lies about its size is refused.

@@ -2,6 +2,8 @@ import { DisarmError } from '../errors.ts';
 import type { FormatFamily } from '../formats.ts';
 import { archiveHandler } from './archive/handler.ts';
 import { imageHandler } from './image/rebuild.ts';
+import { odfHandler } from './odf/handler.ts';
+import { ooxmlHandler } from './ooxml/handler.ts';
 import type { FormatHandler } from './types.ts';
 
 /**
@@ -30,8 +32,8 @@ export const HANDLERS: Readonly<Record<FormatFamily, FormatHandler>> = {
   image: imageHandler,
   archive: archiveHandler,
   pdf: notYetSupported('pdf'),
-  ooxml: notYetSupported('ooxml'),
-  odf: notYetSupported('odf'),
+  ooxml: ooxmlHandler,
+  odf: odfHandler,
   cfb: notYetSupported('cfb'),
   rtf: notYetSupported('rtf'),
   markup: notYetSupported('markup'),

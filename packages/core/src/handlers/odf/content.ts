@@ -1,0 +1,199 @@
+/**
+ * What is removed inside the XML streams of an OpenDocument text (OASIS ODF 1.3 Part 3): scripts
+ * and event listeners, macro and script URLs, embedded objects, DDE, linked sections, and
+ * metadata beyond plain text values.
+ */
+import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { rewriteXml, walkXml } from '../../_internal/xml-rewrite.ts';
+import type {
+  ElementDecision,
+  XmlAttributeNode,
+  XmlElementNode,
+} from '../../_internal/xml-rewrite.ts';
+import type { FindingKind, FindingTally } from '../../findings.ts';
+
+export const ODF_NS = {
+  office: 'urn:oasis:names:tc:opendocument:xmlns:office:1.0',
+  script: 'urn:oasis:names:tc:opendocument:xmlns:script:1.0',
+  text: 'urn:oasis:names:tc:opendocument:xmlns:text:1.0',
+  table: 'urn:oasis:names:tc:opendocument:xmlns:table:1.0',
+  draw: 'urn:oasis:names:tc:opendocument:xmlns:drawing:1.0',
+  form: 'urn:oasis:names:tc:opendocument:xmlns:form:1.0',
+  presentation: 'urn:oasis:names:tc:opendocument:xmlns:presentation:1.0',
+  meta: 'urn:oasis:names:tc:opendocument:xmlns:meta:1.0',
+  dc: 'http://purl.org/dc/elements/1.1/',
+  xlink: 'http://www.w3.org/1999/xlink',
+  manifest: 'urn:oasis:names:tc:opendocument:xmlns:manifest:1.0',
+} as const;
+
+/** Elements removed with everything inside them, and what they count as. */
+export const ODF_DROPPED: ReadonlyMap<string, FindingKind> = new Map<string, FindingKind>([
+  [`${ODF_NS.office} scripts`, 'odf-macro'],
+  [`${ODF_NS.office} event-listeners`, 'odf-macro'],
+  [`${ODF_NS.script} event-listener`, 'odf-macro'],
+  [`${ODF_NS.presentation} event-listener`, 'odf-macro'],
+  [`${ODF_NS.text} script`, 'odf-macro'],
+  [`${ODF_NS.draw} object`, 'embedded-object'],
+  [`${ODF_NS.draw} object-ole`, 'embedded-object'],
+  [`${ODF_NS.draw} applet`, 'embedded-object'],
+  [`${ODF_NS.draw} plugin`, 'embedded-object'],
+  [`${ODF_NS.draw} floating-frame`, 'embedded-object'],
+  [`${ODF_NS.office} dde-source`, 'dde-link'],
+  [`${ODF_NS.text} dde-connection-decls`, 'dde-link'],
+  [`${ODF_NS.table} dde-links`, 'dde-link'],
+  [`${ODF_NS.text} section-source`, 'external-relationship'],
+  // Inline images bypass the image rebuild.
+  [`${ODF_NS.office} binary-data`, 'hidden-data'],
+]);
+
+/** Fields replaced by their content: a macro button, a DDE field. */
+export const ODF_UNWRAPPED: ReadonlyMap<string, FindingKind> = new Map<string, FindingKind>([
+  [`${ODF_NS.text} execute-macro`, 'odf-macro'],
+  [`${ODF_NS.text} dde-connection`, 'dde-link'],
+]);
+
+/** Macro and script URL schemes (LibreOffice Basic, the scripting framework). */
+export const SCRIPT_URL =
+  /^\s*(vnd\.sun\.star\.script|macro|javascript|vbscript|service|slot)\s*:/i;
+
+/** `meta:`/`dc:` children of `office:meta` kept as plain text (ODF 1.3 Part 3 §4). */
+const META_KEPT = new Set([
+  `${ODF_NS.meta} generator`, `${ODF_NS.dc} title`, `${ODF_NS.dc} description`,
+  `${ODF_NS.dc} subject`, `${ODF_NS.meta} keyword`, `${ODF_NS.meta} initial-creator`,
+  `${ODF_NS.dc} creator`, `${ODF_NS.meta} printed-by`, `${ODF_NS.meta} creation-date`,
+  `${ODF_NS.dc} date`, `${ODF_NS.meta} print-date`, `${ODF_NS.meta} editing-cycles`,
+  `${ODF_NS.meta} editing-duration`, `${ODF_NS.dc} language`, `${ODF_NS.meta} document-statistic`,
+]); // prettier-ignore
+
+/** How one stream of the package is rewritten. */
+export interface OdfStreamRewrite {
+  /** Package paths of the images that were kept (`Pictures/a.png`). */
+  readonly images: ReadonlySet<string>;
+  readonly meta: boolean;
+  readonly findings: FindingTally;
+}
+
+/** The package path an internal `xlink:href` names, or `undefined` for a URL or a bookmark. */
+export function internalPath(href: string): string | undefined {
+  const value = href.trim();
+  if (value === '' || value.startsWith('#') || /^[a-z][a-z0-9+.-]*:/i.test(value)) return undefined;
+  return value.replace(/^\.\//, '');
+}
+
+/** Rewrites `content.xml`, `styles.xml` or `meta.xml`. */
+export function rewriteOdfStream(
+  bytes: Uint8Array,
+  what: string,
+  stream: OdfStreamRewrite,
+): Uint8Array {
+  const occupied = stream.meta ? new Set<number>() : occupiedDroppedElements(bytes, what);
+  return rewriteXml(bytes, what, {
+    element: (element, ancestors) =>
+      stream.meta
+        ? metaDecision(element, ancestors, stream)
+        : streamDecision(element, stream, occupied),
+  });
+}
+
+/**
+ * Indexes of to-be-dropped elements that hold something. LibreOffice writes an empty
+ * `<office:scripts/>` into every document; only one with content is a finding.
+ */
+function occupiedDroppedElements(bytes: Uint8Array, what: string): Set<number> {
+  const occupied = new Set<number>();
+  walkXml(bytes, what, {
+    open(element, ancestors) {
+      const parent = ancestors.at(-1);
+      if (parent && ODF_DROPPED.has(`${parent.uri} ${parent.localName}`))
+        occupied.add(parent.index);
+      if (
+        ODF_DROPPED.has(`${element.uri} ${element.localName}`) &&
+        element.attributes.some((a) => !a.name.startsWith('xmlns'))
+      ) {
+        occupied.add(element.index);
+      }
+    },
+    text(text, ancestors) {
+      const parent = ancestors.at(-1);
+      if (parent && text.trim() !== '' && ODF_DROPPED.has(`${parent.uri} ${parent.localName}`)) {
+        occupied.add(parent.index);
+      }
+    },
+  });
+  return occupied;
+}
+
+function streamDecision(
+  element: XmlElementNode,
+  stream: OdfStreamRewrite,
+  occupied: ReadonlySet<number>,
+): ElementDecision {
+  const key = `${element.uri} ${element.localName}`;
+  const kind = ODF_DROPPED.get(key);
+  if (kind !== undefined) {
+    if (occupied.has(element.index)) stream.findings.add(kind);
+    return { action: 'drop' };
+  }
+  // The field goes, its last shown text stays.
+  const unwrapped = ODF_UNWRAPPED.get(key);
+  if (unwrapped !== undefined) {
+    stream.findings.add(unwrapped);
+    return { action: 'unwrap' };
+  }
+  const isLink =
+    (element.uri === ODF_NS.text || element.uri === ODF_NS.draw) && element.localName === 'a';
+  const isImage = element.uri === ODF_NS.draw && element.localName === 'image';
+  let attributes: XmlAttributeNode[] | undefined;
+  const remove = (attribute: XmlAttributeNode): void => {
+    attributes ??= [...element.attributes];
+    attributes.splice(attributes.indexOf(attribute), 1);
+  };
+  for (const attribute of element.attributes) {
+    if (
+      attribute.uri === ODF_NS.form &&
+      (attribute.localName === 'datasource' || attribute.localName === 'command')
+    ) {
+      stream.findings.add('data-connection');
+      remove(attribute);
+      continue;
+    }
+    if (SCRIPT_URL.test(attribute.value) && attribute.uri !== ODF_NS.xlink) {
+      stream.findings.add('odf-macro');
+      remove(attribute);
+      continue;
+    }
+    if (attribute.uri !== ODF_NS.xlink || attribute.localName !== 'href') continue;
+    const path = internalPath(attribute.value);
+    if (path !== undefined) {
+      if (stream.images.has(path)) continue;
+      // A link into the package to something not kept (an object's replacement image).
+      if (isImage) return { action: 'drop' };
+      if (isLink) return { action: 'unwrap' };
+      remove(attribute);
+      continue;
+    }
+    const value = attribute.value.trim();
+    if (value.startsWith('#') || (isLink && isSafeHyperlink(value))) continue;
+    stream.findings.add(SCRIPT_URL.test(value) ? 'odf-macro' : 'external-relationship');
+    if (isImage) return { action: 'drop' };
+    if (isLink) return { action: 'unwrap' };
+    remove(attribute);
+  }
+  return attributes ? { action: 'keep', attributes } : { action: 'keep' };
+}
+
+function metaDecision(
+  element: XmlElementNode,
+  ancestors: readonly XmlElementNode[],
+  stream: OdfStreamRewrite,
+): ElementDecision {
+  if (ancestors.length === 0) return { action: 'keep' };
+  if (ancestors.length === 1 && element.uri === ODF_NS.office && element.localName === 'meta') {
+    return { action: 'keep' };
+  }
+  if (ancestors.length === 2 && META_KEPT.has(`${element.uri} ${element.localName}`)) {
+    return { action: 'keep' };
+  }
+  stream.findings.add('document-metadata');
+  return { action: 'drop' };
+}

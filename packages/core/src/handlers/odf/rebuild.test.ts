@@ -1,0 +1,161 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { buildImage, buildOdf, buildOdt, buildZip, EICAR_TEST_FILE } from '@disarm/fixtures';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { disarm } from '../../disarm.ts';
+import { isDisarmError } from '../../errors.ts';
+import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'odf-test-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function cleaned(outcome: Outcome): CleanedOutcome {
+  if (outcome.status !== 'cleaned') {
+    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
+  }
+  return outcome;
+}
+
+/** The package as Info-ZIP sees it: members in order with their method, and all their text. */
+async function unzipped(bytes: Uint8Array): Promise<{ listing: string[]; text: string }> {
+  const path = join(dir, `${Math.random().toString(36).slice(2)}.odt`);
+  await writeFile(path, bytes);
+  execFileSync('unzip', ['-tqq', path]);
+  // zipinfo -v would be verbose; "-Z -l" prints the method column ("stor"/"defN") per member.
+  const listing = execFileSync('unzip', ['-Z', '-l', path], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .slice(2, -1);
+  const text = execFileSync('unzip', ['-p', path], { encoding: 'latin1' });
+  return { listing, text };
+}
+
+const findingsOf = (outcome: CleanedOutcome): Record<string, number> =>
+  Object.fromEntries(outcome.findings.map((finding) => [finding.kind, finding.count]));
+
+describe('ODT rebuild', () => {
+  it('rebuilds a clean text with nothing to report: mimetype first and stored, manifest rebuilt', async () => {
+    const input = await buildOdt({
+      texts: ['Quarterly numbers'],
+      hyperlinks: ['https://example.com/'],
+    });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(outcome.findings).toEqual([]);
+    const { listing, text } = await unzipped(outcome.bytes);
+    expect(listing[0]).toMatch(/ stor .* mimetype$/);
+    expect(listing.map((line) => line.split(/\s+/).at(-1))).toEqual([
+      'mimetype',
+      'content.xml',
+      'meta.xml',
+      'META-INF/manifest.xml',
+    ]);
+    expect(text).toContain('Quarterly numbers');
+    expect(text).toContain('https://example.com/');
+    expect(text).toContain('<dc:title>Quarterly report</dc:title>');
+  });
+
+  it('removes Basic libraries, scripts, event listeners and script URLs', async () => {
+    const input = await buildOdt({ basic: true, scripts: true, payload: 'Shell("calc.exe")' });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    // The Basic folder, the document's listener, the vnd.sun.star.script: link.
+    expect(findingsOf(outcome)).toEqual({ 'odf-macro': 3 });
+    const { listing, text } = await unzipped(outcome.bytes);
+    expect(listing.some((line) => line.includes('Basic/'))).toBe(false);
+    expect(text).not.toMatch(/calc\.exe|vnd\.sun\.star\.script|event-listener|Basic/);
+    expect(text).toContain('click me');
+  });
+
+  it('removes embedded objects, DDE, external hyperlinks, custom metadata and remote templates', async () => {
+    const input = await buildOdt({
+      object: true,
+      dde: true,
+      metadata: true,
+      hyperlinks: ['file:///etc/passwd', 'macro:///Standard.Module1.Main', 'mailto:a@example.com'],
+    });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(findingsOf(outcome)).toEqual({
+      'embedded-object': 2,
+      'dde-link': 2,
+      'external-relationship': 1,
+      'odf-macro': 1,
+      'document-metadata': 2,
+    });
+    const { listing, text } = await unzipped(outcome.bytes);
+    expect(listing.some((line) => /Object 1|ObjectReplacements/.test(line))).toBe(false);
+    expect(text).not.toMatch(/draw:object|dde-connection|file:\/\/|macro:|user-defined|attacker/);
+    expect(text).toContain('mailto:a@example.com');
+    expect(text).toContain('dde value');
+  });
+
+  it('rebuilds pictures through the image handler and lists them in the manifest', async () => {
+    const png = await buildImage('png', {
+      width: 16,
+      height: 16,
+      exif: { Artist: 'Secret Agent' },
+    });
+    const outcome = cleaned(
+      await disarm({ bytes: await buildOdt({ image: png }), fileName: 'a.odt' }),
+    );
+    expect(findingsOf(outcome)).toEqual({ 'image-metadata': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toContain('Secret Agent');
+    expect(text).toContain(
+      'manifest:full-path="Pictures/image1.png" manifest:media-type="image/png"',
+    );
+  });
+
+  it('is deterministic and idempotent', async () => {
+    const input = await buildOdt({ basic: true, scripts: true, object: true });
+    const first = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    const again = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(Buffer.compare(Buffer.from(first.bytes), Buffer.from(again.bytes))).toBe(0);
+    const second = cleaned(await disarm({ bytes: first.bytes, fileName: 'a.odt' }));
+    expect(second.findings).toEqual([]);
+    expect(Buffer.compare(Buffer.from(second.bytes), Buffer.from(first.bytes))).toBe(0);
+  });
+
+  it('rejects encrypted packages, threats inside and DOCTYPEs; fails .ods/.odp closed', async () => {
+    expect(
+      await disarm({ bytes: await buildOdf('odt', { encrypted: true }), fileName: 'a.odt' }),
+    ).toMatchObject({
+      reason: 'password_protected',
+    });
+    const infected = await buildZip([
+      { name: 'mimetype', data: 'application/vnd.oasis.opendocument.text', compress: false },
+      {
+        name: 'content.xml',
+        data: '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"/>',
+      },
+      { name: 'Scripts/x.bin', data: EICAR_TEST_FILE },
+    ]);
+    expect(await disarm({ bytes: infected, fileName: 'a.odt' })).toMatchObject({
+      reason: 'threat_detected',
+    });
+    const doctype = await buildZip([
+      { name: 'mimetype', data: 'application/vnd.oasis.opendocument.text', compress: false },
+      {
+        name: 'content.xml',
+        data: '<!DOCTYPE x [<!ENTITY a "b">]><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0">&a;</office:document-content>',
+      },
+    ]);
+    expect(await disarm({ bytes: doctype, fileName: 'a.odt' })).toMatchObject({
+      reason: 'invalid_file',
+    });
+    for (const extension of ['ods', 'odp'] as const) {
+      const error: unknown = await disarm({
+        bytes: await buildOdf(extension),
+        fileName: `a.${extension}`,
+      }).catch((caught: unknown) => caught);
+      expect(isDisarmError(error, 'ERR_NOT_YET_SUPPORTED')).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,227 @@
+import { sha256Hex } from '../../_internal/bytes.ts';
+import { PACKAGE_TIME, readOfficePackage } from '../../_internal/package-zip.ts';
+import type { OfficePackage } from '../../_internal/package-zip.ts';
+import { Rejection } from '../../_internal/rejection.ts';
+import { walkXml } from '../../_internal/xml-rewrite.ts';
+import { writeZip } from '../../_internal/zip-writer.ts';
+import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
+import { DisarmError } from '../../errors.ts';
+import { FindingTally } from '../../findings.ts';
+import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import { ODF_NS, rewriteOdfStream } from './content.ts';
+
+/** ODF 1.3 Part 2 §3.3: the media types a `.odt` package may declare. */
+export const TEXT_MEDIA_TYPES: readonly string[] = [
+  'application/vnd.oasis.opendocument.text',
+  'application/vnd.oasis.opendocument.text-template',
+];
+
+/** Raster images kept under `Pictures/` (and the thumbnail), by extension. */
+export const ODF_IMAGE_TYPES: Readonly<Record<string, string>> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  bmp: 'image/bmp',
+  tif: 'image/tiff',
+  tiff: 'image/tiff',
+};
+
+/** XML streams kept (rewritten); everything else but images is dropped. */
+export const ODF_STREAMS: readonly string[] = ['content.xml', 'styles.xml', 'meta.xml'];
+
+/** Top-level folders that hold macros (Basic libraries, scripts, dialogs with their events). */
+const MACRO_FOLDERS = new Set(['basic', 'scripts', 'dialogs']);
+
+/**
+ * Rebuilds an OpenDocument text: `mimetype` first and stored, `content.xml`, `styles.xml` and
+ * `meta.xml` rewritten (see `content.ts`), raster images under `Pictures/` and the thumbnail
+ * rebuilt through the image handler, and a new `META-INF/manifest.xml` listing exactly those.
+ * Basic, script and dialog folders, embedded objects (`Object N/`, charts included: they are
+ * dropped and counted, their replacement images with them), settings, configurations and
+ * signatures are left out. `.ods` and `.odp` are converted to PDF, which this version does not
+ * do yet: they fail closed as not yet supported.
+ */
+export async function rebuildOdf(
+  input: DetectedFile,
+  context: EngineContext,
+): Promise<HandlerOutput> {
+  if (input.format.kind !== 'odf-text') {
+    throw new DisarmError(
+      'ERR_NOT_YET_SUPPORTED',
+      `rebuilding .${input.format.extension} files (converted to PDF) is not yet supported by this engine version`,
+    );
+  }
+  const what = `the .${input.format.extension} package`;
+  const pkg = await readOfficePackage(input.bytes, sha256Hex(input.bytes), context, what);
+  const mediaType = readMediaType(pkg, what);
+  const findings = new FindingTally();
+  const images = new Map<string, Uint8Array>();
+  const countedObjects = new Set<string>();
+  for (const member of pkg.members) {
+    context.deadline.check();
+    const name = member.name;
+    const folded = name.toLowerCase();
+    const top = folded.split('/')[0] ?? '';
+    const extension = folded.slice(folded.lastIndexOf('.') + 1);
+    if (folded === 'mimetype' || folded === 'meta-inf/manifest.xml' || ODF_STREAMS.includes(name)) {
+      continue;
+    }
+    const isPicture = name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png';
+    if (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) {
+      const rebuilt = await rebuildImage(name, member.bytes, pkg, context, findings);
+      if (rebuilt) images.set(name, rebuilt);
+    } else if (MACRO_FOLDERS.has(top)) {
+      if (!countedObjects.has(top)) findings.add('odf-macro');
+      countedObjects.add(top);
+    } else if (/^object \d+$/i.test(top) || /^object \d+$/i.test(name.split('/')[0] ?? '')) {
+      if (!countedObjects.has(top)) findings.add('embedded-object');
+      countedObjects.add(top);
+    } else if (top === 'configurations2') {
+      // Toolbars and menus may bind macros; the folder is dropped either way.
+      if (/vnd\.sun\.star\.script:|macro:/i.test(new TextDecoder().decode(member.bytes))) {
+        findings.add('odf-macro');
+      }
+    } else if (
+      folded !== 'settings.xml' &&
+      folded !== 'manifest.rdf' &&
+      top !== 'objectreplacements' &&
+      folded !== 'layout-cache'
+    ) {
+      findings.add('hidden-data');
+    }
+  }
+  const content = pkg.byFoldedName.get('content.xml');
+  if (content?.name !== 'content.xml') {
+    throw new Rejection('invalid_file', `${what} has no content.xml`);
+  }
+  const kept = new Set(images.keys());
+  const entries: ZipWriteEntry[] = [
+    {
+      path: 'mimetype',
+      bytes: new TextEncoder().encode(mediaType),
+      modifiedAt: PACKAGE_TIME,
+      compress: false,
+    },
+  ];
+  const manifest: [string, string][] = [];
+  for (const stream of ODF_STREAMS) {
+    const member = pkg.byFoldedName.get(stream);
+    if (member?.name !== stream) continue;
+    const bytes = rewriteOdfStream(member.bytes, stream, {
+      images: kept,
+      meta: stream === 'meta.xml',
+      findings,
+    });
+    entries.push({ path: stream, bytes, modifiedAt: PACKAGE_TIME, compress: true });
+    manifest.push([stream, 'text/xml']);
+  }
+  for (const [path, bytes] of images) {
+    entries.push({ path, bytes, modifiedAt: PACKAGE_TIME, compress: false });
+    manifest.push([
+      path,
+      ODF_IMAGE_TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? '',
+    ]);
+  }
+  const version = officeVersion(content.bytes);
+  entries.push({
+    path: 'META-INF/manifest.xml',
+    bytes: new TextEncoder().encode(manifestXml(mediaType, version, manifest)),
+    modifiedAt: PACKAGE_TIME,
+    compress: true,
+  });
+  return { bytes: await writeZip(entries), findings: findings.toArray() };
+}
+
+/** ODF 1.3 Part 2 §3.3: the `mimetype` stream (or the manifest's root entry) names the type. */
+function readMediaType(pkg: OfficePackage, what: string): string {
+  const manifest = pkg.byFoldedName.get('meta-inf/manifest.xml');
+  let rootType: string | undefined;
+  if (manifest) {
+    walkXml(manifest.bytes, 'the package manifest', {
+      open(element) {
+        if (element.uri !== ODF_NS.manifest) return;
+        if (element.localName === 'encryption-data') {
+          throw new Rejection(
+            'password_protected',
+            `${what} is encrypted (manifest encryption-data)`,
+          );
+        }
+        const path = element.attributes.find(
+          (a) => a.uri === ODF_NS.manifest && a.localName === 'full-path',
+        );
+        if (element.localName === 'file-entry' && path?.value === '/') {
+          rootType = element.attributes.find(
+            (a) => a.uri === ODF_NS.manifest && a.localName === 'media-type',
+          )?.value;
+        }
+      },
+    });
+  }
+  const mimetype = pkg.byFoldedName.get('mimetype');
+  const declared = mimetype ? new TextDecoder().decode(mimetype.bytes).trim() : rootType;
+  if (declared === undefined || !TEXT_MEDIA_TYPES.includes(declared)) {
+    throw new Rejection('invalid_file', `${what} is not an OpenDocument text package`);
+  }
+  return declared;
+}
+
+async function rebuildImage(
+  name: string,
+  bytes: Uint8Array,
+  pkg: OfficePackage,
+  context: EngineContext,
+  findings: FindingTally,
+): Promise<Uint8Array | undefined> {
+  try {
+    const rebuilt = await context.processMember({ bytes, fileName: name }, pkg.hash);
+    findings.addAll(rebuilt.findings);
+    return rebuilt.bytes;
+  } catch (error) {
+    if (!(error instanceof Rejection)) throw error;
+    if (error.reason === 'threat_detected' || error.reason === 'file_too_large') throw error;
+    findings.add('hidden-data');
+    return undefined;
+  }
+}
+
+/** `office:version` of the content root, written into the manifest (ODF 1.2+ requires both). */
+function officeVersion(content: Uint8Array): string {
+  let version = '1.2';
+  let seen = false;
+  walkXml(content, 'content.xml', {
+    open(element) {
+      if (seen) return;
+      seen = true;
+      const value = element.attributes.find(
+        (a) => a.uri === ODF_NS.office && a.localName === 'version',
+      )?.value;
+      if (value !== undefined && /^1\.[0-9]$/.test(value)) version = value;
+    },
+  });
+  return version;
+}
+
+function manifestXml(
+  mediaType: string,
+  version: string,
+  entries: readonly [string, string][],
+): string {
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>\n',
+    `<manifest:manifest xmlns:manifest="${ODF_NS.manifest}" manifest:version="${version}">`,
+    `<manifest:file-entry manifest:full-path="/" manifest:version="${version}" manifest:media-type="${mediaType}"/>`,
+    ...entries.map(
+      ([path, type]) =>
+        `<manifest:file-entry manifest:full-path="${escape(path)}" manifest:media-type="${type}"/>`,
+    ),
+    '</manifest:manifest>',
+  ];
+  return lines.join('');
+}
+
+function escape(value: string): string {
+  return value.replace(/[&<>"]/g, (c) =>
+    c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&quot;',
+  );
+}

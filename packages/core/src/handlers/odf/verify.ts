@@ -1,0 +1,115 @@
+import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { Rejection } from '../../_internal/rejection.ts';
+import { walkXml } from '../../_internal/xml-rewrite.ts';
+import { COMPRESSION_STORED, openZip, readMember } from '../../_internal/zip-reader.ts';
+import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import { VerifyFailure } from '../types.ts';
+import { internalPath, ODF_DROPPED, ODF_NS, ODF_UNWRAPPED, SCRIPT_URL } from './content.ts';
+import { ODF_IMAGE_TYPES, ODF_STREAMS, TEXT_MEDIA_TYPES } from './rebuild.ts';
+
+/**
+ * ODF checks of verify before release, on the written package re-listed with yauzl and re-read
+ * with saxes: `mimetype` first, stored, naming a text type; only the kept streams, raster
+ * pictures and the manifest; the manifest lists exactly the members; every XML stream parses
+ * without a DTD and holds no script, event listener, embedded object, DDE or script URL.
+ */
+export async function verifyOdf(
+  output: HandlerOutput,
+  _input: DetectedFile,
+  context: EngineContext,
+): Promise<void> {
+  const listing = await openZip(output.bytes, context.limits.maxEntries).catch((error: unknown) => {
+    throw new VerifyFailure('odf.zip', `the written package cannot be listed: ${String(error)}`);
+  });
+  try {
+    const first = listing.members[0];
+    if (
+      first?.name !== 'mimetype' ||
+      first.compressionMethod !== COMPRESSION_STORED ||
+      first.extraFieldBytes !== 0
+    ) {
+      throw new VerifyFailure('odf.mimetype', 'mimetype is not the first, stored member');
+    }
+    const members = new Map<string, Uint8Array>();
+    for (const member of listing.members) {
+      members.set(
+        member.name,
+        await readMember(listing, member, context.limits.maxBytes, member.name),
+      );
+    }
+    const mediaType = new TextDecoder().decode(members.get('mimetype'));
+    if (!TEXT_MEDIA_TYPES.includes(mediaType)) {
+      throw new VerifyFailure('odf.mimetype', `mimetype names ${mediaType}`);
+    }
+    for (const name of members.keys()) {
+      const extension = name.slice(name.lastIndexOf('.') + 1).toLowerCase();
+      const allowed =
+        name === 'mimetype' ||
+        name === 'META-INF/manifest.xml' ||
+        ODF_STREAMS.includes(name) ||
+        ((name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') &&
+          ODF_IMAGE_TYPES[extension] !== undefined);
+      if (!allowed)
+        throw new VerifyFailure('odf.part-allowlist', `member ${name} is outside the allowlist`);
+    }
+    const listed = new Set<string>();
+    checkStream(members.get('META-INF/manifest.xml'), 'META-INF/manifest.xml', (element) => {
+      if (element.uri !== ODF_NS.manifest) return;
+      if (element.localName === 'encryption-data')
+        throw new VerifyFailure('odf.manifest', 'encryption data');
+      const path = element.attributes.find(
+        (a) => a.uri === ODF_NS.manifest && a.localName === 'full-path',
+      );
+      if (element.localName === 'file-entry' && path && path.value !== '/') listed.add(path.value);
+    });
+    const expected = [...members.keys()].filter(
+      (n) => n !== 'mimetype' && n !== 'META-INF/manifest.xml',
+    );
+    if (expected.length !== listed.size || expected.some((name) => !listed.has(name))) {
+      throw new VerifyFailure('odf.manifest', 'the manifest does not list exactly the members');
+    }
+    for (const stream of ODF_STREAMS) {
+      if (!members.has(stream)) {
+        if (stream === 'content.xml')
+          throw new VerifyFailure('odf.part-allowlist', 'no content.xml');
+        continue;
+      }
+      checkStream(members.get(stream), stream, (element) => {
+        const key = `${element.uri} ${element.localName}`;
+        if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
+          throw new VerifyFailure('odf.active-content', `${stream} still holds ${element.name}`);
+        }
+        for (const attribute of element.attributes) {
+          if (SCRIPT_URL.test(attribute.value)) {
+            throw new VerifyFailure('odf.active-content', `${stream} still holds a script URL`);
+          }
+          if (attribute.uri !== ODF_NS.xlink || attribute.localName !== 'href') continue;
+          const path = internalPath(attribute.value);
+          const safe =
+            path === undefined
+              ? attribute.value.trim().startsWith('#') ||
+                (element.localName === 'a' && isSafeHyperlink(attribute.value))
+              : members.has(path);
+          if (!safe)
+            throw new VerifyFailure('odf.active-content', `${stream} links ${attribute.value}`);
+        }
+      });
+    }
+  } finally {
+    listing.file.close();
+  }
+}
+
+function checkStream(
+  bytes: Uint8Array | undefined,
+  name: string,
+  open: (element: Parameters<NonNullable<Parameters<typeof walkXml>[2]['open']>>[0]) => void,
+): void {
+  if (!bytes) throw new VerifyFailure('odf.part-allowlist', `no ${name}`);
+  try {
+    walkXml(bytes, name, { open });
+  } catch (error) {
+    if (error instanceof Rejection) throw new VerifyFailure('odf.xml-parse', error.message);
+    throw error;
+  }
+}

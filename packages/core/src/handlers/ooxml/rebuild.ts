@@ -1,0 +1,297 @@
+import { sha256Hex } from '../../_internal/bytes.ts';
+import { isSafeHyperlink, PACKAGE_TIME, readOfficePackage } from '../../_internal/package-zip.ts';
+import type { OfficePackage } from '../../_internal/package-zip.ts';
+import { Rejection } from '../../_internal/rejection.ts';
+import { writeZip } from '../../_internal/zip-writer.ts';
+import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
+import { DisarmError } from '../../errors.ts';
+import { FindingTally } from '../../findings.ts';
+import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import { rewritePart } from './content.ts';
+import {
+  contentTypeOf,
+  memberOf,
+  parseContentTypes,
+  parseRelationships,
+  relationshipsPartOf,
+  resolveTarget,
+} from './package.ts';
+import type { ContentTypes, Relationship } from './package.ts';
+import {
+  droppedKind,
+  HYPERLINK_RELATIONSHIP,
+  IMAGE_TYPES,
+  isAllowedTarget,
+  OFFICE_DOCUMENT_RELATIONSHIP,
+  RELATIONSHIPS_TYPE,
+} from './parts.ts';
+
+interface KeptPart {
+  /** Part name, `/word/document.xml`, spelled as the member is. */
+  readonly name: string;
+  readonly contentType: string;
+  bytes: Uint8Array;
+  readonly relationships: Relationship[];
+}
+
+const VML_TYPE = 'application/vnd.openxmlformats-officedocument.vmldrawing';
+const EMPTY_VML = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<xml/>';
+
+/** The package itself, as the source of `_rels/.rels`. */
+const PACKAGE_ROOT = '/';
+
+/**
+ * Rebuilds an OOXML package (docx, xlsx, pptx and their macro-enabled, template, show and add-in
+ * forms) from its allowlisted parts. Starting at the package relationships, a part is kept only
+ * when every relationship leading to it is in the allowlist and its content type is one the
+ * relationship allows; images are rebuilt through the engine's image handler; every kept XML
+ * part is re-serialised without what can run or fetch (see `content.ts`). The new package has
+ * fresh `[Content_Types].xml` and relationship parts naming exactly the kept parts. What was left
+ * out is counted by kind. The main part keeps its content type, so a `.docm` stays a `.docm`.
+ */
+export async function rebuildOoxml(
+  input: DetectedFile,
+  context: EngineContext,
+): Promise<HandlerOutput> {
+  if (input.format.kind === 'excel-binary-ooxml') {
+    throw new DisarmError(
+      'ERR_NOT_YET_SUPPORTED',
+      'rebuilding .xlsb binary workbooks ([MS-XLSB] record validation) is not yet supported by this engine version',
+    );
+  }
+  const what = `the .${input.format.extension} package`;
+  const pkg = await readOfficePackage(input.bytes, sha256Hex(input.bytes), context, what);
+  const typesMember = memberOf(pkg, '/[Content_Types].xml');
+  if (!typesMember) throw new Rejection('invalid_file', `${what} has no [Content_Types].xml`);
+  const types = parseContentTypes(typesMember.bytes, 'the content types part');
+  const findings = new FindingTally();
+  const walk = new PackageWalk(pkg, types, findings, context);
+  await walk.run();
+
+  const main = walk.parts
+    .get(PACKAGE_ROOT)
+    ?.relationships.find((relationship) => relationship.type === OFFICE_DOCUMENT_RELATIONSHIP);
+  if (!main) {
+    throw new Rejection('invalid_file', `${what} has no main document part of a known type`);
+  }
+  for (const part of walk.parts.values()) {
+    if (part.name === PACKAGE_ROOT || !isXmlType(part.contentType)) continue;
+    context.deadline.check();
+    const contentType = part.contentType.toLowerCase();
+    try {
+      part.bytes = rewritePart(part.bytes, `part ${part.name}`, {
+        keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
+        contentType,
+        findings,
+      });
+    } catch (error) {
+      // Legacy VML written by older Office is often not well-formed (unclosed `<br>`); it only
+      // draws comment boxes and form controls, so an unreadable one is emptied, not fatal.
+      if (
+        !(error instanceof Rejection) ||
+        error.reason !== 'invalid_file' ||
+        contentType !== VML_TYPE
+      ) {
+        throw error;
+      }
+      findings.add('hidden-data');
+      part.bytes = new TextEncoder().encode(EMPTY_VML);
+    }
+  }
+  walk.countUnreached();
+  return { bytes: await writePackage([...walk.parts.values()]), findings: findings.toArray() };
+}
+
+/** Breadth-first walk of the relationship graph from the package root. */
+class PackageWalk {
+  readonly parts = new Map<string, KeptPart>();
+  /** Folded part name -> whether it is kept; decided once, when first reached. */
+  readonly #decided = new Map<string, boolean>();
+  readonly #counted = new Set<string>();
+  readonly #pkg: OfficePackage;
+  readonly #types: ContentTypes;
+  readonly #findings: FindingTally;
+  readonly #context: EngineContext;
+
+  constructor(
+    pkg: OfficePackage,
+    types: ContentTypes,
+    findings: FindingTally,
+    context: EngineContext,
+  ) {
+    this.#pkg = pkg;
+    this.#types = types;
+    this.#findings = findings;
+    this.#context = context;
+  }
+
+  async run(): Promise<void> {
+    const root: KeptPart = {
+      name: PACKAGE_ROOT,
+      contentType: '',
+      bytes: new Uint8Array(),
+      relationships: [],
+    };
+    this.parts.set(PACKAGE_ROOT, root);
+    this.#decided.set(PACKAGE_ROOT, true);
+    const queue: KeptPart[] = [root];
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      this.#context.deadline.check();
+      const relsName = relationshipsPartOf(next.name === PACKAGE_ROOT ? '/' : next.name);
+      const relsMember = this.#pkg.byFoldedName.get(relsName.toLowerCase());
+      if (!relsMember) continue;
+      for (const relationship of parseRelationships(relsMember.bytes, `part /${relsName}`)) {
+        const target = await this.#follow(next, relationship);
+        if (target === false) continue;
+        next.relationships.push(relationship);
+        if (target) queue.push(target);
+      }
+    }
+  }
+
+  /** Decides one relationship: `false` drops it, a part is newly kept, `undefined` keeps it only. */
+  async #follow(
+    source: KeptPart,
+    relationship: Relationship,
+  ): Promise<KeptPart | false | undefined> {
+    if (relationship.external) {
+      if (relationship.type === HYPERLINK_RELATIONSHIP && isSafeHyperlink(relationship.target)) {
+        return undefined;
+      }
+      this.#findings.add('external-relationship');
+      return false;
+    }
+    const partName = resolveTarget(source.name, relationship.target);
+    const member = partName === undefined ? undefined : memberOf(this.#pkg, partName);
+    // A relationship to a part that is not there is dropped: nothing to keep or to count.
+    if (partName === undefined || !member || isPackageMachinery(member.name)) return false;
+    const folded = partName.toLowerCase();
+    const contentType = contentTypeOf(this.#types, partName);
+    if (contentType === undefined || !isAllowedTarget(relationship.type, contentType)) {
+      if (!this.#counted.has(folded) && this.#decided.get(folded) !== true) {
+        this.#counted.add(folded);
+        this.#findings.add(droppedKind(relationship.type, contentType));
+      }
+      return false;
+    }
+    const decided = this.#decided.get(folded);
+    if (decided !== undefined) return decided ? undefined : false;
+    let bytes = member.bytes;
+    const imageExtension = IMAGE_TYPES[contentType.toLowerCase()];
+    if (imageExtension !== undefined) {
+      const rebuilt = await this.#rebuildImage(member.bytes, imageExtension, partName);
+      if (!rebuilt) {
+        this.#decided.set(folded, false);
+        return false;
+      }
+      bytes = rebuilt;
+    }
+    this.#decided.set(folded, true);
+    const part: KeptPart = { name: `/${member.name}`, contentType, bytes, relationships: [] };
+    this.parts.set(folded, part);
+    return part;
+  }
+
+  /**
+   * Images go through the whole engine (scan, detect, the image handler, its verify). An image
+   * the engine refuses is dropped and counted; a threat or the size budget refuses the package.
+   */
+  async #rebuildImage(
+    bytes: Uint8Array,
+    extension: string,
+    partName: string,
+  ): Promise<Uint8Array | undefined> {
+    const stem = partName.slice(partName.lastIndexOf('/') + 1).replace(/\.[^.]*$/, '');
+    try {
+      const rebuilt = await this.#context.processMember(
+        { bytes, fileName: `${stem}.${extension}` },
+        this.#pkg.hash,
+      );
+      this.#findings.addAll(rebuilt.findings);
+      return rebuilt.bytes;
+    } catch (error) {
+      if (!(error instanceof Rejection)) throw error;
+      if (error.reason === 'threat_detected' || error.reason === 'file_too_large') throw error;
+      this.#counted.add(partName.toLowerCase());
+      this.#findings.add('hidden-data');
+      return undefined;
+    }
+  }
+
+  /** Members no kept relationship reaches are dropped and counted by what they are. */
+  countUnreached(): void {
+    for (const member of this.#pkg.members) {
+      const folded = `/${member.name}`.toLowerCase();
+      if (isPackageMachinery(member.name) || this.#decided.get(folded) === true) continue;
+      if (this.#counted.has(folded)) continue;
+      this.#findings.add(droppedKind(undefined, contentTypeOf(this.#types, `/${member.name}`)));
+    }
+  }
+}
+
+/** `[Content_Types].xml` and relationship parts: rebuilt, never copied. */
+function isPackageMachinery(memberName: string): boolean {
+  const folded = memberName.toLowerCase();
+  return folded === '[content_types].xml' || /(^|\/)_rels\/[^/]*\.rels$/.test(folded);
+}
+
+function isXmlType(contentType: string): boolean {
+  const folded = contentType.toLowerCase();
+  return folded.endsWith('+xml') || folded === VML_TYPE;
+}
+
+/** Writes the package: content types first, then the package relationships, parts, their rels. */
+async function writePackage(parts: readonly KeptPart[]): Promise<Uint8Array> {
+  const contentTypes = [
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n',
+    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">',
+    `<Default Extension="rels" ContentType="${RELATIONSHIPS_TYPE}"/>`,
+  ];
+  const entries: ZipWriteEntry[] = [];
+  const relsEntries: ZipWriteEntry[] = [];
+  for (const part of parts) {
+    if (part.name !== PACKAGE_ROOT) {
+      contentTypes.push(
+        `<Override PartName="${escape(part.name)}" ContentType="${escape(part.contentType)}"/>`,
+      );
+      entries.push({
+        path: part.name.slice(1),
+        bytes: part.bytes,
+        modifiedAt: PACKAGE_TIME,
+        compress: IMAGE_TYPES[part.contentType.toLowerCase()] === undefined,
+      });
+    }
+    if (part.relationships.length === 0) continue;
+    const rels = [
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n',
+      '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">',
+      ...part.relationships.map(
+        (r) =>
+          `<Relationship Id="${escape(r.id)}" Type="${escape(r.type)}" Target="${escape(r.target)}"${r.external ? ' TargetMode="External"' : ''}/>`,
+      ),
+      '</Relationships>',
+    ];
+    const relsEntry: ZipWriteEntry = {
+      path: relationshipsPartOf(part.name),
+      bytes: new TextEncoder().encode(rels.join('')),
+      modifiedAt: PACKAGE_TIME,
+      compress: true,
+    };
+    if (part.name === PACKAGE_ROOT) entries.unshift(relsEntry);
+    else relsEntries.push(relsEntry);
+  }
+  contentTypes.push('</Types>');
+  entries.unshift({
+    path: '[Content_Types].xml',
+    bytes: new TextEncoder().encode(contentTypes.join('')),
+    modifiedAt: PACKAGE_TIME,
+    compress: true,
+  });
+  return writeZip([...entries, ...relsEntries]);
+}
+
+function escape(value: string): string {
+  return value.replace(/[&<>"]/g, (c) =>
+    c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&quot;',
+  );
+}

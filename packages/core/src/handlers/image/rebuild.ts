@@ -106,7 +106,11 @@ async function rebuildWithSharp(
     if (kind === 'gif') {
       const exact = await encodeGifExactly(pipeline, metadata, frames, context);
       if (exact !== undefined) return { bytes: exact, findings: findings.toArray() };
-      pipeline = sharp(input.bytes, { failOn: 'error', pages: -1 });
+      pipeline = sharp(input.bytes, {
+        failOn: 'error',
+        limitInputPixels: context.limits.maxPixels,
+        pages: -1,
+      });
     }
     const encoded = await encode(pipeline, kind, metadata, input.bytes).toBuffer();
     return { bytes: withResolution(encoded, kind, metadata), findings: findings.toArray() };

@@ -1,4 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -247,28 +255,52 @@ export function isCanonicalProfile(profile: Uint8Array): boolean {
 }
 
 const paths = new Map<CanonicalProfileName, string>();
-let profileDirectory: string | undefined;
 
 /**
  * A file holding {@link canonicalProfile}, for sharp's `withIccProfile` (which takes a path). The
- * files live in a private directory (mode 0700, created by `mkdtemp`, so no other local user can
- * plant or swap them) made once per process and removed when it exits. Verify before release
- * compares the embedded bytes with {@link canonicalProfile} in any case.
+ * files live in a directory only this user can write (`<tmpdir>/disarm-icc-<uid>`, mode 0700,
+ * checked to be ours and not a link; otherwise a fresh `mkdtemp` directory), named by their
+ * content and written atomically, so processes share them and no other local user can plant or
+ * swap one. Verify before release compares the embedded bytes with {@link canonicalProfile}.
  */
 export function canonicalProfilePath(name: CanonicalProfileName): string {
   const known = paths.get(name);
   if (known !== undefined) return known;
-  if (profileDirectory === undefined) {
-    const directory = mkdtempSync(join(tmpdir(), 'disarm-icc-'));
-    process.once('exit', () => {
-      rmSync(directory, { recursive: true, force: true });
-    });
-    profileDirectory = directory;
+  const bytes = canonicalProfile(name);
+  const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  const path = join(privateDirectory(), `${name}-${hash}.icc`);
+  if (!hasBytes(path, bytes)) {
+    const staging = `${path}.${process.pid}.tmp`;
+    writeFileSync(staging, bytes, { mode: 0o600 });
+    renameSync(staging, path);
   }
-  const path = join(profileDirectory, `${name}.icc`);
-  writeFileSync(path, canonicalProfile(name), { flag: 'wx' });
   paths.set(name, path);
   return path;
+}
+
+function privateDirectory(): string {
+  const uid = process.getuid?.() ?? 0;
+  const shared = join(tmpdir(), `disarm-icc-${uid}`);
+  try {
+    mkdirSync(shared, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const stats = lstatSync(shared);
+  const ours =
+    stats.isDirectory() &&
+    !stats.isSymbolicLink() &&
+    (process.getuid === undefined || stats.uid === uid) &&
+    (stats.mode & 0o077) === 0;
+  return ours ? shared : mkdtempSync(join(tmpdir(), 'disarm-icc-'));
+}
+
+function hasBytes(path: string, bytes: Uint8Array): boolean {
+  try {
+    return Buffer.from(bytes).equals(readFileSync(path));
+  } catch {
+    return false;
+  }
 }
 
 type ProfileSpec =

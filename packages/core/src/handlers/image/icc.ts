@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -251,28 +258,44 @@ const paths = new Map<CanonicalProfileName, string>();
 
 /**
  * A file holding {@link canonicalProfile}, for sharp's `withIccProfile` (which takes a path). The
- * file is content-addressed in the temporary directory and written once per process; verify
- * before release compares the embedded bytes with {@link canonicalProfile}, so a tampered file
- * fails the output instead of leaking.
+ * files live in a directory only this user can write (`<tmpdir>/disarm-icc-<uid>`, mode 0700,
+ * checked to be ours and not a link; otherwise a fresh `mkdtemp` directory), named by their
+ * content and written atomically, so processes share them and no other local user can plant or
+ * swap one. Verify before release compares the embedded bytes with {@link canonicalProfile}.
  */
 export function canonicalProfilePath(name: CanonicalProfileName): string {
   const known = paths.get(name);
   if (known !== undefined) return known;
   const bytes = canonicalProfile(name);
   const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
-  const directory = join(tmpdir(), 'disarm-icc');
-  const path = join(directory, `${name}-${hash}.icc`);
-  mkdirSync(directory, { recursive: true });
-  if (!existsWithBytes(path, bytes)) {
-    const temporary = `${path}.${process.pid}.tmp`;
-    writeFileSync(temporary, bytes);
-    renameSync(temporary, path);
+  const path = join(privateDirectory(), `${name}-${hash}.icc`);
+  if (!hasBytes(path, bytes)) {
+    const staging = `${path}.${process.pid}.tmp`;
+    writeFileSync(staging, bytes, { mode: 0o600 });
+    renameSync(staging, path);
   }
   paths.set(name, path);
   return path;
 }
 
-function existsWithBytes(path: string, bytes: Uint8Array): boolean {
+function privateDirectory(): string {
+  const uid = process.getuid?.() ?? 0;
+  const shared = join(tmpdir(), `disarm-icc-${uid}`);
+  try {
+    mkdirSync(shared, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const stats = lstatSync(shared);
+  const ours =
+    stats.isDirectory() &&
+    !stats.isSymbolicLink() &&
+    (process.getuid === undefined || stats.uid === uid) &&
+    (stats.mode & 0o077) === 0;
+  return ours ? shared : mkdtempSync(join(tmpdir(), 'disarm-icc-'));
+}
+
+function hasBytes(path: string, bytes: Uint8Array): boolean {
   try {
     return Buffer.from(bytes).equals(readFileSync(path));
   } catch {

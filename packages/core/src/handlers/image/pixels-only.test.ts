@@ -241,6 +241,24 @@ describe('PNG, WebP, TIFF, GIF and BMP as editors and attackers write them', () 
     );
   });
 
+  it('BMP V5 with a custom profile is converted to sRGB through it and loses it', async () => {
+    const profile = hostileProfile(withMovedRedColourant(await builtInProfile('srgb')));
+    const polyglot = polyglotBmp();
+    const pixelsEnd = polyglot.length - polyglot.readUInt32LE(14 + 116);
+    const input = Buffer.concat([polyglot.subarray(0, pixelsEnd), profile]);
+    input.writeUInt32LE(input.length, 2);
+    input.writeUInt32LE(profile.length, 14 + 116);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'custom.bmp' }));
+    expectPixelsOnly(outcome.bytes, 'bmp', input);
+    expect(count(outcome, 'colour-profile')).toBe(1);
+    const limits = { maxPixels: 1_000_000 };
+    const before = decodeBmp(input, limits).image;
+    const after = decodeBmp(outcome.bytes, limits).image;
+    expect(after.iccProfile).toBeUndefined();
+    // Unconverted pixels would be identical (see the polyglot case, whose profile is unusable).
+    expect(maxPixelDifference(before.data, after.data)).toBeGreaterThan(2);
+  });
+
   it('BMP V5 with an sRGB profile gets our copy of it', async () => {
     const profile = hostileProfile(await builtInProfile('srgb'));
     const polyglot = polyglotBmp();
@@ -342,7 +360,13 @@ describe('decode budget from the headers', () => {
     expect(input.length).toBeLessThan(2048);
     const outcome = await disarm({ bytes: input, fileName: 'rle.bmp' });
     expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
-    if (outcome.status === 'rejected') expect(outcome.detail).toMatch(/RLE/);
+  });
+
+  it('refuses RLE data declaring far more pixels than runs can paint, under the memory ceiling', async () => {
+    const input = rleBmpBomb(4000, 4000);
+    const outcome = await disarm({ bytes: input, fileName: 'rle.bmp' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    if (outcome.status === 'rejected') expect(outcome.detail).toMatch(/RLE data declare/);
   });
 
   it('honours a lower maxDecodeBytes for a baseline image', async () => {

@@ -1,6 +1,9 @@
 import {
   buildImage,
   decodePixels,
+  ensureExiftool,
+  exiftoolTags,
+  unexpectedImageTags,
   jpegSegment,
   maxPixelDifference,
   pngChunk,
@@ -12,13 +15,17 @@ import {
 } from '@disarm/fixtures';
 import type { SharpImageFormat } from '@disarm/fixtures';
 import sharp from 'sharp';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 import { encodeBmp } from './bmp/encode.ts';
 import { canonicalProfile } from './icc.ts';
 import { findImageExtras } from './structure.ts';
+
+beforeAll(() => {
+  ensureExiftool();
+});
 
 const PAYLOAD = '<?php system($_GET["cmd"]); ?>';
 
@@ -85,6 +92,7 @@ describe.each(Object.keys(EXTENSION) as SharpImageFormat[])('%s rebuild', (forma
       before.channels,
     ]);
     expect(maxPixelDifference(before.data, after.data)).toBeLessThanOrEqual(TOLERANCE[format]);
+    expect(unexpectedImageTags(exiftoolTags(outcome.bytes, ext))).toEqual([]);
   });
 
   it('drops EXIF and anything appended after the end of the image', async () => {
@@ -96,6 +104,7 @@ describe.each(Object.keys(EXTENSION) as SharpImageFormat[])('%s rebuild', (forma
     const metadata = await sharp(outcome.bytes).metadata();
     expect(metadata.exif).toBeUndefined();
     expect(findImageExtras(outcome.bytes, format)).toEqual({ metadataBlocks: 0, trailingBytes: 0 });
+    expect(unexpectedImageTags(exiftoolTags(outcome.bytes, ext))).toEqual([]);
     expect(outcome.findings.find((f) => f.kind === 'image-metadata')?.count).toBeGreaterThan(0);
   });
 

@@ -1,3 +1,5 @@
+import { deflateSync } from 'node:zlib';
+
 import sharp from 'sharp';
 import type { Metadata, Sharp } from 'sharp';
 
@@ -7,9 +9,10 @@ import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '
 import { formatBytes } from '../../limits.ts';
 import { decodeBmp } from './bmp/decode.ts';
 import { encodeBmp } from './bmp/encode.ts';
+import type { BmpImage } from './bmp/types.ts';
 import { encodeExactGif } from './gif-encode.ts';
 import { canonicalProfile, canonicalProfilePath, recogniseProfile } from './icc.ts';
-import { withJfifDensity, withPngResolution } from './resolution.ts';
+import { pngChunk, withJfifDensity, withPngResolution } from './resolution.ts';
 import type { Resolution } from './resolution.ts';
 import { findImageExtras, isLosslessWebp, readJpegScanLayout, tiffUsesJpeg } from './structure.ts';
 import { verifyImage } from './verify.ts';
@@ -45,7 +48,7 @@ export const imageHandler: FormatHandler = {
   verify: verifyImage,
 };
 
-function rebuildBmp(input: DetectedFile, context: EngineContext): HandlerOutput {
+async function rebuildBmp(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
   const { limits } = context;
   const decoded = decodeBmp(input.bytes, {
     maxPixels: limits.maxPixels,
@@ -55,14 +58,52 @@ function rebuildBmp(input: DetectedFile, context: EngineContext): HandlerOutput 
   const findings = new FindingTally();
   findings.add('trailing-data', decoded.trailingBytes > 0 ? 1 : 0);
   // Same rule as the other formats: a recognised profile is replaced by our own copy; any other
-  // is dropped (our codec has no colour management, so its pixels are taken as sRGB).
+  // is used to convert the pixels to sRGB and dropped.
   const { iccProfile, ...pixels } = decoded.image;
   const recognised = iccProfile === undefined ? undefined : recogniseProfile(iccProfile);
-  if (iccProfile !== undefined && recognised === undefined) findings.add('colour-profile');
-  const image =
-    recognised === undefined ? pixels : { ...pixels, iccProfile: canonicalProfile(recognised) };
-  return { bytes: encodeBmp(image), findings: findings.toArray() };
+  if (recognised !== undefined) {
+    return {
+      bytes: encodeBmp({ ...pixels, iccProfile: canonicalProfile(recognised) }),
+      findings: findings.toArray(),
+    };
+  }
+  if (iccProfile === undefined) return { bytes: encodeBmp(pixels), findings: findings.toArray() };
+  findings.add('colour-profile');
+  const converted = await context.deadline.race(convertToSrgb(pixels, iccProfile));
+  return { bytes: encodeBmp(converted), findings: findings.toArray() };
 }
+
+/**
+ * Converts pixels described by a foreign profile to sRGB with libvips' colour management: the
+ * pixels go into a PNG carrying the profile, which sharp's default pipeline converts to sRGB.
+ * A profile the colour engine cannot use (malformed, or of another colour space) describes
+ * nothing usable: those pixels are kept as they are, taken as sRGB.
+ */
+async function convertToSrgb(image: BmpImage, profile: Uint8Array): Promise<BmpImage> {
+  const { width, height, channels } = image;
+  const png = await sharp(image.data, { raw: { width, height, channels } })
+    .png({ compressionLevel: 0 })
+    .toBuffer();
+  // PNG 11.3.3.3 iCCP: name, NUL, compression method 0, zlib stream; right after IHDR.
+  const iccp = pngChunk(
+    'iCCP',
+    Buffer.concat([Buffer.from('profile\0\0', 'latin1'), deflateSync(profile)]),
+  );
+  const tagged = Buffer.concat([png.subarray(0, PNG_IHDR_END), iccp, png.subarray(PNG_IHDR_END)]);
+  try {
+    const { data, info } = await sharp(tagged, { failOn: 'error' })
+      .toColourspace('srgb')
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== channels || info.width !== width || info.height !== height) return image;
+    return { width, height, channels, data };
+  } catch {
+    return image;
+  }
+}
+
+/** PNG signature (8 bytes) and the IHDR chunk (25 bytes). */
+const PNG_IHDR_END = 33;
 
 async function rebuildWithSharp(
   input: DetectedFile,
@@ -106,7 +147,11 @@ async function rebuildWithSharp(
     if (kind === 'gif') {
       const exact = await encodeGifExactly(pipeline, metadata, frames, context);
       if (exact !== undefined) return { bytes: exact, findings: findings.toArray() };
-      pipeline = sharp(input.bytes, { failOn: 'error', pages: -1 });
+      pipeline = sharp(input.bytes, {
+        failOn: 'error',
+        limitInputPixels: context.limits.maxPixels,
+        pages: -1,
+      });
     }
     const encoded = await encode(pipeline, kind, metadata, input.bytes).toBuffer();
     return { bytes: withResolution(encoded, kind, metadata), findings: findings.toArray() };

@@ -83,14 +83,19 @@ export function withPngResolution(png: Uint8Array, resolution: Resolution | unde
 
 function physChunk(resolution: Resolution): Uint8Array {
   const perMetre = Math.round(resolution.pixelsPerInch / METRES_PER_INCH);
-  const body = Buffer.alloc(4 + 9);
-  body.write('pHYs', 0, 'latin1');
-  body.writeUInt32BE(perMetre, 4);
-  body.writeUInt32BE(perMetre, 8);
-  body[12] = 1; // unit: the metre
-  const chunk = Buffer.alloc(12 + 9);
-  chunk.writeUInt32BE(9, 0);
+  const data = Buffer.alloc(9);
+  data.writeUInt32BE(perMetre, 0);
+  data.writeUInt32BE(perMetre, 4);
+  data[8] = 1; // unit: the metre
+  return pngChunk('pHYs', data);
+}
+
+/** A PNG chunk (PNG 5.3): length, type, data, CRC over type and data. */
+export function pngChunk(type: string, data: Uint8Array): Uint8Array {
+  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const chunk = Buffer.alloc(12 + data.length);
+  chunk.writeUInt32BE(data.length, 0);
   body.copy(chunk, 4);
-  chunk.writeUInt32BE(crc32(body), 4 + 13);
+  chunk.writeUInt32BE(crc32(body), 8 + data.length);
   return chunk;
 }

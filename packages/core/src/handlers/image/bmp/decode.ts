@@ -336,6 +336,9 @@ function checkImageSize(header: DibHeader, maxPixels: number): void {
   }
 }
 
+/** Copies of the pixel buffer a rebuild may hold at once (see checkDecodeCost). */
+const PIXEL_COPIES = 4;
+
 /** Bytes of output RLE can produce per input byte: a 2-byte run of 255 RGBA pixels. */
 const RLE_MAX_EXPANSION = (255 * RGBA_BYTES) / 2;
 /** RLE expansion allowed without question: below this, decoding costs little. */
@@ -351,10 +354,12 @@ const RLE_EXPANSION_FLOOR_BYTES = 1024 * 1024;
 function checkDecodeCost(header: DibHeader, view: DataView, limits: BmpDecodeLimits): void {
   const decodedBytes = header.width * header.height * RGBA_BYTES;
   const maxDecodeBytes = limits.maxDecodeBytes ?? DEFAULT_MAX_DECODE_BYTES;
-  if (decodedBytes * 2 > maxDecodeBytes) {
+  // Decoded pixels, a colour-converted copy and its staging, and the re-encoded file.
+  const neededBytes = decodedBytes * PIXEL_COPIES;
+  if (neededBytes > maxDecodeBytes) {
     throw new Rejection(
       'file_too_large',
-      `BMP: ${header.width}x${header.height} needs about ${decodedBytes * 2} bytes to decode and re-encode, over the ${maxDecodeBytes}-byte ceiling`,
+      `BMP: ${header.width}x${header.height} needs about ${neededBytes} bytes to decode, convert and re-encode, over the ${maxDecodeBytes}-byte ceiling`,
     );
   }
   if (header.compression !== BI_RLE8 && header.compression !== BI_RLE4) return;

@@ -39,8 +39,8 @@ export interface BmpDecodeLimits {
    */
   maxPixels: number;
   /**
-   * Ceiling on the memory to decode and re-encode the image (`width * height * 4` bytes twice),
-   * checked from the header. @default 1_073_741_824
+   * Ceiling on the memory to decode, colour-convert and re-encode the image (`width * height * 4`
+   * bytes, four times), checked from the header. @default 1_073_741_824
    */
   maxDecodeBytes?: number;
   /**

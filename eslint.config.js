@@ -15,7 +15,14 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         projectService: {
-          allowDefaultProject: ['*.js', '*.mjs', '.ci/*.mjs', 'scripts/*.mjs', 'bench/*.mjs', 'packages/*/bin/*.mjs'],
+          allowDefaultProject: [
+            '*.js',
+            '*.mjs',
+            '.ci/*.mjs',
+            'scripts/*.mjs',
+            'bench/*.mjs',
+            'packages/*/bin/*.mjs',
+          ],
         },
         tsconfigRootDir: import.meta.dirname,
       },

@@ -173,7 +173,8 @@ function describeFault(error: unknown): string {
     const code = errorCode(error.cause);
     return typeof code === 'string' ? `${error.message} (${code})` : error.message;
   }
-  const code = errorCode(error);
+  // The engine reports an unreadable input as a TypeError carrying the system error.
+  const code = errorCode(error) ?? (error instanceof Error ? errorCode(error.cause) : undefined);
   return typeof code === 'string'
     ? `the worker could not read or write a file (${code})`
     : 'the worker failed while processing the file';

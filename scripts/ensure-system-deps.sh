@@ -3,8 +3,8 @@
 # everything is present). Needs root (or passwordless sudo) the first time on a fresh machine.
 set -euo pipefail
 
-# Debian package:command that proves it is installed. The engine itself needs none (sharp ships
-# libvips); these are the independent tools the tests use.
+# Debian package:command (or package:/absolute/file) that proves it is installed. The engine
+# itself needs none (sharp ships libvips); these are the independent tools the tests use.
 REQUIRED=(
   unzip:unzip
   chromium:chromium
@@ -13,15 +13,20 @@ REQUIRED=(
   clamav:clamscan
   poppler-utils:pdftotext
   libreoffice-writer-nogui:soffice
-  libreoffice-calc-nogui:localc
-  libreoffice-impress-nogui:loimpress
+  libreoffice-calc-nogui:/usr/lib/libreoffice/program/libsclo.so
+  libreoffice-impress-nogui:/usr/lib/libreoffice/program/libslideshowlo.so
 )
 
 missing=()
 for item in "${REQUIRED[@]+"${REQUIRED[@]}"}"; do
   pkg="${item%%:*}"
   probe="${item#*:}"
-  if ! command -v "$probe" >/dev/null 2>&1; then missing+=("$pkg"); fi
+  # A probe is a command on the PATH, or (starting with /) a file the package installs.
+  if [[ "$probe" == /* ]]; then
+    [ -e "$probe" ] || missing+=("$pkg")
+  elif ! command -v "$probe" >/dev/null 2>&1; then
+    missing+=("$pkg")
+  fi
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then

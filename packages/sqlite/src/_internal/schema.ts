@@ -166,10 +166,20 @@ const MIGRATION_2_SIGNING_KEY_ACTIVE_FROM = `
 ALTER TABLE signing_keys ADD COLUMN active_from INTEGER;
 `;
 
+/**
+ * The rate-limit counters moved to a file of their own (`openCounters`), so charges and
+ * documents keep `synchronous = FULL` while counters do not. The minute being counted at upgrade
+ * starts again from zero.
+ */
+const MIGRATION_3_RATE_LIMITS_MOVED = `
+DROP TABLE rate_limits;
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
   { version: 2, name: 'signing key active_from', sql: MIGRATION_2_SIGNING_KEY_ACTIVE_FROM },
+  { version: 3, name: 'rate limits in the counters file', sql: MIGRATION_3_RATE_LIMITS_MOVED },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `

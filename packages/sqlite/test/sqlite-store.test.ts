@@ -121,7 +121,7 @@ describe('createSqliteStore', () => {
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
-    expect(migrations).toHaveLength(3);
+    expect(migrations).toHaveLength(4);
     await first.close();
 
     const second = open(path);
@@ -154,7 +154,7 @@ describe('createSqliteStore', () => {
       inspect(path, (raw) =>
         raw.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
       ),
-    ).toEqual([1, 2, 3]);
+    ).toEqual([1, 2, 3, 4]);
     expect(await upgraded.listSigningKeys()).toEqual([
       {
         kid: 'kid_old',
@@ -288,7 +288,7 @@ describe('createSqliteStore', () => {
     db.exec(`CREATE TABLE rate_limits (bucket TEXT NOT NULL, window_start INTEGER NOT NULL,
                count INTEGER NOT NULL, PRIMARY KEY (bucket, window_start)) STRICT, WITHOUT ROWID;
              INSERT INTO rate_limits VALUES ('org_a:submission', ${T0.getTime()}, 7);
-             DELETE FROM schema_migrations WHERE version >= 3;`);
+             DELETE FROM schema_migrations WHERE version = 3;`);
     db.close();
     const upgraded = open(path);
     expect(
@@ -301,6 +301,51 @@ describe('createSqliteStore', () => {
       })),
     ).toMatchObject({ versions: expect.arrayContaining([1, 2, 3]) as unknown, table: [] });
     expect(await upgraded.hitRateLimit('org_a:submission', T0, T0)).toBe(1);
+  });
+
+  it('upgrades a file of schema 3: documents ended before reasonDetail keep none, new ones store it', async () => {
+    const path = join(dir, 'state.db');
+    const first = open(path);
+    await first.createOrganisation({ id: 'org_a', name: 'A', plan: 'internal' }, T0);
+    for (const id of ['doc_old', 'doc_new']) {
+      await first.acceptDocument(rawDocument(id), T0);
+    }
+    await first.close();
+    // Back to schema 3: no reason_detail column; doc_old was rejected by that version.
+    const db = new Database(path);
+    db.exec(`ALTER TABLE documents DROP COLUMN reason_detail;
+             DELETE FROM schema_migrations WHERE version = 4;
+             UPDATE documents SET status = 'rejected', reason = 'invalid_file',
+               detail = 'the PDF header is broken', completed_at = ${T0.getTime()}
+             WHERE id = 'doc_old';`);
+    db.close();
+
+    const upgraded = open(path);
+    expect(await upgraded.getDocument('org_a', 'doc_old')).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: 'the PDF header is broken',
+      reasonDetail: null,
+    });
+    const leased = await upgraded.leaseDocument('worker-1', T0, 60_000);
+    expect(leased?.id).toBe('doc_new');
+    const ended = await upgraded.finishDocument(
+      'doc_new',
+      'worker-1',
+      {
+        status: 'rejected',
+        reason: 'invalid_file',
+        threatNames: [],
+        detail: 'the PDF cross-reference table\u0000 points outside the file',
+      },
+      T0,
+    );
+    expect(ended?.reasonDetail).toBe('The PDF cross-reference table points outside the file.');
+    expect(
+      inspect(path, (raw) =>
+        raw.prepare("SELECT reason_detail FROM documents WHERE id = 'doc_new'").pluck().get(),
+      ),
+    ).toBe('The PDF cross-reference table points outside the file.');
   });
 
   it('purges rate-limit windows older than ten minutes', async () => {

@@ -175,11 +175,20 @@ const MIGRATION_3_RATE_LIMITS_MOVED = `
 DROP TABLE rate_limits;
 `;
 
+/**
+ * The caller-safe sentence of a rejection or failure (the envelope's `reasonDetail`). Documents
+ * ended before it show the generic sentence of their reason.
+ */
+const MIGRATION_4_REASON_DETAIL = `
+ALTER TABLE documents ADD COLUMN reason_detail TEXT;
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
   { version: 2, name: 'signing key active_from', sql: MIGRATION_2_SIGNING_KEY_ACTIVE_FROM },
   { version: 3, name: 'rate limits in the counters file', sql: MIGRATION_3_RATE_LIMITS_MOVED },
+  { version: 4, name: 'document reason detail', sql: MIGRATION_4_REASON_DETAIL },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `

@@ -23,6 +23,7 @@ import { resolveSettings } from './http/context.ts';
 import type { ApiContext, Handler, RequestContext } from './http/context.ts';
 import { ProblemError } from './http/problem-error.ts';
 import { problemResponse } from './http/problem-response.ts';
+import { addResponseHeaders } from './http/response-headers.ts';
 import { compilePattern } from './http/router.ts';
 import type { CompiledPattern } from './http/router.ts';
 import { ValidationError } from './http/validation.ts';
@@ -288,14 +289,5 @@ export function createDisarmApi(
 }
 
 function withHeaders(response: Response, extra: Headers): Response {
-  if ([...extra.keys()].length === 0) return response;
-  const headers = new Headers(response.headers);
-  extra.forEach((value, name) => {
-    if (!headers.has(name)) headers.set(name, value);
-  });
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
+  return addResponseHeaders(response, extra, false);
 }

@@ -28,7 +28,10 @@ export async function organisationOf(context: RequestContext): Promise<Organisat
   if (!principal || !id || !principal.scopes.has(SCOPE_API)) {
     throw new ProblemError('Forbidden', { detail: `This route needs scope ${SCOPE_API}.` });
   }
-  const organisation = await context.api.store.getOrganisation(id, context.api.clock.now());
+  const organisation =
+    context.organisation?.id === id
+      ? context.organisation
+      : await context.api.store.getOrganisation(id, context.api.clock.now());
   // A credential whose organisation is gone is no credential.
   if (!organisation) throw organisationGone();
   return organisation;

@@ -141,13 +141,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const db = open(options.path, busyTimeoutMs);
   const countersPath =
     options.countersPath ?? (options.path === ':memory:' ? ':memory:' : `${options.path}-counters`);
-  let counters: Counters;
-  try {
-    counters = openCountersAt(countersPath, busyTimeoutMs);
-  } catch (error) {
-    db.close();
-    throw error;
-  }
+  // Opened on the first hit: processes that never count (`disarm admin`) never touch the file.
+  let counters: Counters | undefined;
+  const countersOf = (): Counters => {
+    // A closed store stays closed: no hit reopens the counters.
+    if (!db.open) throw new TypeError('The database connection is not open');
+    return (counters ??= openCountersAt(countersPath, busyTimeoutMs));
+  };
   const organisations = createOrganisationRows(db);
   const accounts = createAccountOps(db, organisations);
   const documents = createDocumentOps(db, organisations);
@@ -187,7 +187,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     listSweepable: settle(documents.listSweepable),
     markSwept: settle(documents.markSwept),
 
-    hitRateLimit: settle(counters.hitRateLimit),
+    hitRateLimit: settle((bucket: string, windowStart: Date, at: Date) =>
+      countersOf().hitRateLimit(bucket, windowStart, at),
+    ),
 
     claimIdempotencyKey: settle(requests.claimIdempotencyKey),
     completeIdempotencyKey: settle(requests.completeIdempotencyKey),
@@ -204,7 +206,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     close: settle(() => {
       // Closing twice is harmless; closing checkpoints the WAL into the main file.
       if (db.open) db.close();
-      counters.close();
+      counters?.close();
     }),
   };
 }

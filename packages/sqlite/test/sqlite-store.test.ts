@@ -401,5 +401,6 @@ describe('createSqliteStore', () => {
     await store.close();
     await store.close();
     await expect(store.getOrganisation('org_a', T0)).rejects.toThrow();
+    await expect(store.hitRateLimit('org_a:submission', T0, T0)).rejects.toThrow(/not open/);
   });
 });

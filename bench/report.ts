@@ -237,7 +237,7 @@ function fixed(value: number, digits: number): string {
  * A Markdown table as Prettier writes one: cells padded to the column width, numbers
  * right-aligned. Columns before `firstNumeric` and from `firstText` on are text, left-aligned.
  */
-function renderTable(
+export function renderTable(
   header: readonly string[],
   rows: readonly (readonly string[])[],
   firstNumeric: number,

@@ -14,11 +14,12 @@
  * differ in dimensions; 2 on bad arguments.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { findApiSection, withApiSection } from './api-section.ts';
 import { ensureCorpus } from './corpus.ts';
 import { describeOutput } from './fidelity.ts';
 import { findPeerTools, peerPlanFor, peerVersions, runPeer } from './peer.ts';
@@ -81,7 +82,13 @@ const report = renderReport({
 });
 process.stdout.write(report);
 await mkdir(dirname(options.out), { recursive: true });
-await writeFile(options.out, report);
+// The HTTP API section is bench/api.ts's: kept as it is.
+const previous = await readFile(options.out, 'utf8').catch(() => '');
+const apiSection = findApiSection(previous);
+await writeFile(
+  options.out,
+  apiSection === undefined ? report : withApiSection(report, apiSection),
+);
 log(`report written to ${relative(process.cwd(), options.out) || options.out}`);
 const failed = results.some(
   (result) =>

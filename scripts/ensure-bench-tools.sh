@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the command-line tools the bench runs as peers (bench/run.ts calls this first):
 #   vips (libvips-tools), zip, unzip, GNU time (/usr/bin/time), gunzip (gzip), and ImageMagick
-#   (the BMP peer; libvips has no BMP saver).
+#   (the BMP peer; libvips has no BMP saver), and wrk (the load generator of bench/api.ts).
 # Idempotent: silent when everything is present. Installs the missing Debian packages with apt-get
 # when run as root; otherwise names them and exits 1, and the bench marks those peers n/a.
 set -euo pipefail
@@ -20,6 +20,7 @@ command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 command -v gunzip >/dev/null 2>&1 || missing+=(gzip)
 [ -x /usr/bin/time ] || missing+=(time)
 has_imagemagick || missing+=(imagemagick)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0

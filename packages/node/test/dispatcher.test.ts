@@ -196,6 +196,9 @@ describe('createDispatcher()', () => {
     expect(failed).toMatchObject({
       status: 'failed',
       reason: 'internal_error',
+      reasonDetail: expect.stringMatching(
+        /^The service failed while processing this file;/,
+      ) as unknown,
       chargedPence: 0,
       intakeKey: null,
     });

@@ -151,6 +151,10 @@ describe('disarm serve under failure', () => {
     expect(await waitForTerminal(second, apiKey, exhausted)).toMatchObject({
       status: 'failed',
       reason: 'internal_error',
+      // The fixed sentence, never the internal "interrupted 3 times (lease lapsed)".
+      reasonDetail: expect.stringMatching(
+        /^The service failed while processing this file;/,
+      ) as unknown,
     });
     const account = (await (
       await fetch(`${second.apiUrl}/v1/account`, { headers: { 'X-Api-Key': apiKey } })

@@ -9,7 +9,7 @@ import {
   updateOrganisation,
 } from './admin/routes.ts';
 import { getAccount } from './account/routes.ts';
-import { authenticate } from './auth/authenticate.ts';
+import { authenticate, bearerChallenge, isAuthFailure } from './auth/authenticate.ts';
 import type { BearerVerifier } from './auth/principal.ts';
 import type { DisarmApiConfig, DisarmApiPorts, Logger } from './config.ts';
 import { cryptoRandom } from './domain/ids.ts';
@@ -23,6 +23,7 @@ import { resolveSettings } from './http/context.ts';
 import type { ApiContext, Handler, RequestContext } from './http/context.ts';
 import { ProblemError } from './http/problem-error.ts';
 import { problemResponse } from './http/problem-response.ts';
+import { addResponseHeaders } from './http/response-headers.ts';
 import { compilePattern } from './http/router.ts';
 import type { CompiledPattern } from './http/router.ts';
 import { ValidationError } from './http/validation.ts';
@@ -205,23 +206,19 @@ export function createDisarmApi(
     }
     let principal;
     if (options.auth === 'required') {
-      principal = await authenticate(request, {
+      const found = await authenticate(request, {
         store: api.store,
         adminTokenHashes: settings.adminTokenHashes,
         ...(verifyBearer ? { verifyBearer } : {}),
       });
-      if (!principal) {
+      if (isAuthFailure(found)) {
         return problem('Unauthorized', {
-          detail: 'Send an API key (X-Api-Key) or a bearer token (Authorization: Bearer).',
+          detail: found.detail,
           instance: url.pathname,
-          // RFC 6750 3.1: a bearer token that was sent and refused is an invalid_token.
-          headers: {
-            'WWW-Authenticate': /^Bearer\s/i.test(request.headers.get('Authorization') ?? '')
-              ? 'Bearer realm="disarm", error="invalid_token"'
-              : 'Bearer realm="disarm"',
-          },
+          headers: { 'WWW-Authenticate': bearerChallenge(found) },
         });
       }
+      principal = found;
     }
     const context: RequestContext = {
       api,
@@ -292,14 +289,5 @@ export function createDisarmApi(
 }
 
 function withHeaders(response: Response, extra: Headers): Response {
-  if ([...extra.keys()].length === 0) return response;
-  const headers = new Headers(response.headers);
-  extra.forEach((value, name) => {
-    if (!headers.has(name)) headers.set(name, value);
-  });
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
+  return addResponseHeaders(response, extra, false);
 }

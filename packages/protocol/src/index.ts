@@ -1,4 +1,5 @@
 export { createDisarmApi } from './api.ts';
+export { MAX_REASON_DETAIL_CHARS, toReasonDetail } from './documents/reason-detail.ts';
 export type {
   DisarmApi,
   DisarmApiExtensions,

@@ -228,6 +228,83 @@ describe('bearer verifier: our tokens', () => {
     expect(JSON.stringify(lines)).not.toContain(token.split('.')[1]);
   });
 
+  it('answers each refused token with its own 401 detail and RFC 6750 invalid_token', async () => {
+    const now = Math.floor(h.clock.now().getTime() / 1000);
+    const { privateKey: foreignKey } = await generateKeyPair('ES256');
+    const ours = await h.oauth.signingKeys.signingKey();
+    const valid = await h.token(client, 'cdr.api');
+    const [header = '', payload = '', signature = ''] = valid.split('.');
+    const flipped = `${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`;
+    const revokedClient = await h.client(organisationId);
+    const revokedToken = await h.token(revokedClient);
+    await h.store.updateOAuthClient(organisationId, revokedClient.clientId, {
+      kind: 'revoke',
+      at: h.clock.now(),
+    });
+    const ghost = 'cli_00000000000000000000';
+    const cases: [string, string, RegExp][] = [
+      [
+        'expired',
+        await signWithOurKey(claims({ iat: now - 3000, exp: now - 600 })),
+        /^The access token has expired \(exp\)/,
+      ],
+      ['tampered signature', `${header}.${payload}.${flipped}`, /signature does not verify/],
+      [
+        'signed by a foreign key under our kid',
+        await new SignJWT(claims())
+          .setProtectedHeader({ alg: 'ES256', kid: ours.kid, typ: 'at+jwt' })
+          .sign(foreignKey),
+        /signature does not verify/,
+      ],
+      [
+        'unknown kid',
+        await new SignJWT(claims())
+          .setProtectedHeader({ alg: 'ES256', kid: 'unknown-kid', typ: 'at+jwt' })
+          .sign(foreignKey),
+        /signed by a key this service does not publish/,
+      ],
+      ['wrong typ', await signWithOurKey(claims(), { typ: 'JWT' }), /typ header is not at\+jwt/],
+      [
+        'wrong aud',
+        await signWithOurKey(claims({ aud: 'https://other.example.com/v1' })),
+        /another audience \(aud\)/,
+      ],
+      [
+        'wrong iss',
+        await signWithOurKey(claims({ iss: 'https://evil.example.com' })),
+        /issuer this service does not accept \(iss\)/,
+      ],
+      [
+        'missing claim',
+        await signWithOurKey(claims({ jti: undefined })),
+        /lacks the required claim jti/,
+      ],
+      ['not a JWT', 'a.b.c', /^The bearer token is malformed/],
+      ['revoked client', revokedToken, /not \(or no longer\) registered here/],
+      [
+        'unknown client',
+        await signWithOurKey(claims({ client_id: ghost, sub: ghost })),
+        /not \(or no longer\) registered here/,
+      ],
+    ];
+    const details = new Map<string, string>();
+    for (const [name, token, expected] of cases) {
+      const response = await h.send('/v1/account', {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      expect(response.status, name).toBe(401);
+      const body = (await response.json()) as { code: string; detail: string };
+      expect(body.code, name).toBe('Unauthorized');
+      expect(body.detail, name).toMatch(expected);
+      expect(response.headers.get('WWW-Authenticate'), name).toBe(
+        `Bearer realm="disarm", error="invalid_token", error_description="${body.detail.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, "'")}"`,
+      );
+      details.set(name, body.detail);
+    }
+    // A revoked client and one that never existed are indistinguishable.
+    expect(details.get('revoked client')).toBe(details.get('unknown client'));
+  });
+
   it('refuses a token of ours on the API when the client is revoked (401 at once)', async () => {
     const doomed = await h.client(organisationId);
     const token = await h.token(doomed);

@@ -2,6 +2,8 @@ import type { StateStore } from '@disarm/protocol';
 import Database from 'better-sqlite3';
 
 import { createAccountOps, createOrganisationRows } from './_internal/accounts.ts';
+import { openCounters } from './_internal/counters.ts';
+import type { Counters } from './_internal/counters.ts';
 import { createDocumentOps } from './_internal/documents.ts';
 import { createRequestOps } from './_internal/requests.ts';
 import { migrate } from './_internal/schema.ts';
@@ -21,6 +23,13 @@ export interface SqliteStoreOptions {
    */
   readonly path: string;
   /**
+   * File of the rate-limit counters, which every process sharing `path` must share too. It runs
+   * `synchronous = NORMAL` (a power cut may forget the last moments of counts; counters are not
+   * money), while `path` stays `synchronous = FULL`. Default: `path` with `-counters` appended
+   * (`:memory:` stays in memory).
+   */
+  readonly countersPath?: string;
+  /**
    * How long a write waits for another process's transaction before failing with `SQLITE_BUSY`.
    * Default {@link DEFAULT_BUSY_TIMEOUT_MS}.
    */
@@ -36,6 +45,8 @@ export interface SqliteStoreOptions {
 export interface SqliteStore extends StateStore {
   /** The database file this store opened. */
   readonly path: string;
+  /** The rate-limit counters' file ({@link SqliteStoreOptions.countersPath}). */
+  readonly countersPath: string;
   /**
    * Applies the schema migrations this file has not seen (the store does this when it opens).
    * @returns the versions applied by this call; empty when the schema was current.
@@ -62,6 +73,16 @@ function assertOptions(options: SqliteStoreOptions): number {
   if (typeof options.path !== 'string' || options.path === '') {
     throw new TypeError('createSqliteStore: `path` must be a non-empty string');
   }
+  if (
+    options.countersPath !== undefined &&
+    (typeof options.countersPath !== 'string' ||
+      options.countersPath === '' ||
+      (options.countersPath === options.path && options.path !== ':memory:'))
+  ) {
+    throw new TypeError(
+      'createSqliteStore: `countersPath` must be a non-empty string other than `path`',
+    );
+  }
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new TypeError('createSqliteStore: `busyTimeoutMs` must be a non-negative integer');
@@ -83,16 +104,29 @@ function open(
     // This is also the first read of the file, so a file that is not a database fails here.
     db.pragma('journal_mode = WAL');
     // FULL: a commit is on disk before it returns, so a 202 means the row survives a power cut.
+    // (The rate-limit counters live in a file of their own at NORMAL: see `openCounters`.)
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     migrate(db, onNotice === undefined ? {} : { onNotice });
     return db;
   } catch (error) {
     if (db?.open === true) db.close();
-    throw new Error(
-      `@disarm/sqlite: cannot open the state database ${path}: ${toError(error).message}`,
-      { cause: error },
-    );
+    throw cannotOpen(path, error);
+  }
+}
+
+function cannotOpen(path: string, error: unknown): Error {
+  return new Error(
+    `@disarm/sqlite: cannot open the state database ${path}: ${toError(error).message}`,
+    { cause: error },
+  );
+}
+
+function openCountersAt(path: string, busyTimeoutMs: number): Counters {
+  try {
+    return openCounters(path, busyTimeoutMs);
+  } catch (error) {
+    throw cannotOpen(path, error);
   }
 }
 
@@ -114,6 +148,15 @@ function open(
 export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const busyTimeoutMs = assertOptions(options);
   const db = open(options.path, busyTimeoutMs, options.onMigrationNotice);
+  const countersPath =
+    options.countersPath ?? (options.path === ':memory:' ? ':memory:' : `${options.path}-counters`);
+  // Opened on the first hit: processes that never count (`disarm admin`) never touch the file.
+  let counters: Counters | undefined;
+  const countersOf = (): Counters => {
+    // A closed store stays closed: no hit reopens the counters.
+    if (!db.open) throw new TypeError('The database connection is not open');
+    return (counters ??= openCountersAt(countersPath, busyTimeoutMs));
+  };
   const organisations = createOrganisationRows(db);
   const accounts = createAccountOps(db, organisations);
   const documents = createDocumentOps(db, organisations);
@@ -121,6 +164,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
 
   return {
     path: options.path,
+    countersPath,
     migrate: () => migrate(db),
 
     createOrganisation: settle(accounts.createOrganisation),
@@ -152,7 +196,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     listSweepable: settle(documents.listSweepable),
     markSwept: settle(documents.markSwept),
 
-    hitRateLimit: settle(requests.hitRateLimit),
+    hitRateLimit: settle((bucket: string, windowStart: Date, at: Date) =>
+      countersOf().hitRateLimit(bucket, windowStart, at),
+    ),
 
     claimIdempotencyKey: settle(requests.claimIdempotencyKey),
     completeIdempotencyKey: settle(requests.completeIdempotencyKey),
@@ -169,6 +215,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     close: settle(() => {
       // Closing twice is harmless; closing checkpoints the WAL into the main file.
       if (db.open) db.close();
+      counters?.close();
     }),
   };
 }

@@ -16,6 +16,7 @@ import { rawDocument } from './_documents.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CONTENDER_SCRIPT = join(HERE, '_contend.ts');
+const RATE_CONTENDER_SCRIPT = join(HERE, '_contend-rate.ts');
 const T0 = new Date('2025-01-15T10:00:00.000Z');
 const PRICE_PENCE = 10;
 
@@ -28,23 +29,18 @@ interface ContenderReport {
   readonly leased: string[];
 }
 
-/** Starts `_contend.ts` in its own Node process; it waits for `go()` before submitting. */
-function startContender(
-  path: string,
-  first: number,
-  count: number,
-): { ready: Promise<void>; go(): void; report: Promise<ContenderReport> } {
+interface RateContenderReport {
+  readonly counts: number[];
+}
+
+/** Starts a contender script in its own Node process; it waits for `go()` before working. */
+function startContender<R = ContenderReport>(
+  script: string,
+  args: readonly string[],
+): { ready: Promise<void>; go(): void; report: Promise<R> } {
   const child = spawn(
     process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--conditions=@disarm/source',
-      CONTENDER_SCRIPT,
-      path,
-      String(first),
-      String(count),
-    ],
+    ['--import', 'tsx', '--conditions=@disarm/source', script, ...args],
     { cwd: HERE, stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let stdout = '';
@@ -63,7 +59,7 @@ function startContender(
   const report = once(child, 'close').then(([code]) => {
     markReady();
     if (code !== 0) throw new Error(`contender exited with ${String(code)}: ${stderr}`);
-    return JSON.parse(stdout.slice('ready\n'.length)) as ContenderReport;
+    return JSON.parse(stdout.slice('ready\n'.length)) as R;
   });
   return {
     ready,
@@ -126,7 +122,7 @@ describe('createSqliteStore', () => {
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
-    expect(migrations).toHaveLength(3);
+    expect(migrations).toHaveLength(5);
     await first.close();
 
     const second = open(path);
@@ -157,7 +153,7 @@ describe('createSqliteStore', () => {
       inspect(path, (raw) =>
         raw.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
       ),
-    ).toEqual([1, 2, 3]);
+    ).toEqual([1, 2, 3, 4, 5]);
     expect(await upgraded.listSigningKeys()).toEqual([
       {
         kid: 'kid_old',
@@ -282,7 +278,7 @@ describe('createSqliteStore', () => {
     const processes = 4;
     const perProcess = 40;
     const contenders = Array.from({ length: processes }, (_, index) =>
-      startContender(path, index * perProcess, perProcess),
+      startContender(CONTENDER_SCRIPT, [path, String(index * perProcess), String(perProcess)]),
     );
     // Start together: every process has opened the file before any submits.
     await Promise.all(contenders.map((contender) => contender.ready));
@@ -305,13 +301,118 @@ describe('createSqliteStore', () => {
     expect(await check.leaseDocument('late-worker', T0, 60_000)).toBeUndefined();
   }, 120_000);
 
+  it('counts rate-limit hits exactly once across separate processes on one file', async () => {
+    const path = join(dir, 'state.db');
+    await open(path).close();
+    const processes = 4;
+    const perProcess = 150;
+    const contenders = Array.from({ length: processes }, () =>
+      startContender<RateContenderReport>(RATE_CONTENDER_SCRIPT, [path, String(perProcess)]),
+    );
+    await Promise.all(contenders.map((contender) => contender.ready));
+    for (const contender of contenders) contender.go();
+    const reports = await Promise.all(contenders.map((contender) => contender.report));
+    const counts = reports.flatMap((report) => report.counts).sort((a, b) => a - b);
+    // Every count from 1 to the total handed out once: no hit lost, none counted twice.
+    expect(counts).toEqual(Array.from({ length: processes * perProcess }, (_, index) => index + 1));
+  }, 120_000);
+
+  it('keeps rate-limit counters in their own WAL file, out of the FULL-durability state file', async () => {
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    expect(store.countersPath).toBe(`${path}-counters`);
+    await store.hitRateLimit('org_a:submission', T0, T0);
+    expect(await store.hitRateLimit('org_a:submission', T0, T0)).toBe(2);
+    expect(
+      inspect(store.countersPath, (db) => ({
+        journal: db.pragma('journal_mode', { simple: true }),
+        rows: db.prepare('SELECT bucket, window_start, count FROM rate_limits').all(),
+      })),
+    ).toEqual({
+      journal: 'wal',
+      rows: [{ bucket: 'org_a:submission', window_start: T0.getTime(), count: 2 }],
+    });
+    expect(
+      inspect(path, (db) =>
+        db.prepare("SELECT name FROM sqlite_master WHERE name = 'rate_limits'").all(),
+      ),
+    ).toEqual([]);
+  });
+
+  it('upgrades a file of schema 3: the rate-limit table leaves the state file', async () => {
+    const path = join(dir, 'state.db');
+    await open(path).close();
+    const db = new Database(path);
+    db.exec(`CREATE TABLE rate_limits (bucket TEXT NOT NULL, window_start INTEGER NOT NULL,
+               count INTEGER NOT NULL, PRIMARY KEY (bucket, window_start)) STRICT, WITHOUT ROWID;
+             INSERT INTO rate_limits VALUES ('org_a:submission', ${T0.getTime()}, 7);
+             DELETE FROM schema_migrations WHERE version = 4;`);
+    db.close();
+    const upgraded = open(path);
+    expect(
+      inspect(path, (raw) => ({
+        versions: raw
+          .prepare('SELECT version FROM schema_migrations ORDER BY version')
+          .pluck()
+          .all(),
+        table: raw.prepare("SELECT name FROM sqlite_master WHERE name = 'rate_limits'").all(),
+      })),
+    ).toMatchObject({ versions: expect.arrayContaining([1, 2, 3, 4]) as unknown, table: [] });
+    expect(await upgraded.hitRateLimit('org_a:submission', T0, T0)).toBe(1);
+  });
+
+  it('upgrades a file of schema 4: documents ended before reasonDetail keep none, new ones store it', async () => {
+    const path = join(dir, 'state.db');
+    const first = open(path);
+    await first.createOrganisation({ id: 'org_a', name: 'A', plan: 'internal' }, T0);
+    for (const id of ['doc_old', 'doc_new']) {
+      await first.acceptDocument(rawDocument(id), T0);
+    }
+    await first.close();
+    // Back to schema 4: no reason_detail column; doc_old was rejected by that version.
+    const db = new Database(path);
+    db.exec(`ALTER TABLE documents DROP COLUMN reason_detail;
+             DELETE FROM schema_migrations WHERE version = 5;
+             UPDATE documents SET status = 'rejected', reason = 'invalid_file',
+               detail = 'the PDF header is broken', completed_at = ${T0.getTime()}
+             WHERE id = 'doc_old';`);
+    db.close();
+
+    const upgraded = open(path);
+    expect(await upgraded.getDocument('org_a', 'doc_old')).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: 'the PDF header is broken',
+      reasonDetail: null,
+    });
+    const leased = await upgraded.leaseDocument('worker-1', T0, 60_000);
+    expect(leased?.id).toBe('doc_new');
+    const ended = await upgraded.finishDocument(
+      'doc_new',
+      'worker-1',
+      {
+        status: 'rejected',
+        reason: 'invalid_file',
+        threatNames: [],
+        detail: 'the PDF cross-reference table\u0000 points outside the file',
+      },
+      T0,
+    );
+    expect(ended?.reasonDetail).toBe('The PDF cross-reference table points outside the file.');
+    expect(
+      inspect(path, (raw) =>
+        raw.prepare("SELECT reason_detail FROM documents WHERE id = 'doc_new'").pluck().get(),
+      ),
+    ).toBe('The PDF cross-reference table points outside the file.');
+  });
+
   it('purges rate-limit windows older than ten minutes', async () => {
     const path = join(dir, 'state.db');
     const store = open(path);
     const old = new Date('2025-01-15T09:00:00.000Z');
     await store.hitRateLimit('org_a:submit', old, old);
     await store.hitRateLimit('org_a:submit', T0, T0);
-    const windows = inspect(path, (db) =>
+    const windows = inspect(store.countersPath, (db) =>
       db.prepare('SELECT window_start FROM rate_limits').pluck().all(),
     );
     expect(windows).toEqual([T0.getTime()]);
@@ -349,6 +450,8 @@ describe('createSqliteStore', () => {
     expect(() => createSqliteStore({ path: join(dir, 'a.db'), busyTimeoutMs: 1.5 })).toThrow(
       TypeError,
     );
+    const same = join(dir, 'a.db');
+    expect(() => createSqliteStore({ path: same, countersPath: same })).toThrow(TypeError);
   });
 
   it('closes idempotently and rejects calls after close', async () => {
@@ -356,5 +459,6 @@ describe('createSqliteStore', () => {
     await store.close();
     await store.close();
     await expect(store.getOrganisation('org_a', T0)).rejects.toThrow();
+    await expect(store.hitRateLimit('org_a:submission', T0, T0)).rejects.toThrow(/not open/);
   });
 });

@@ -459,7 +459,10 @@ Environment (a flag given on the command line wins):
   DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN
 
 Data folder (--data-dir):
-  disarm.sqlite                 organisations, key hashes, documents, the queue
+  disarm.sqlite                 organisations, key hashes, documents, the queue, charges
+                                (synchronous = FULL: on disk before a request is answered)
+  disarm.sqlite-counters        per-minute rate-limit counters (synchronous = NORMAL: a power
+                                cut may forget the last moments of counts, never a charge)
   blobs/                        submitted and cleaned files, staged uploads
   secrets/link-signing.key      HMAC secret of the storage links (made on first start, 0600)
   secrets/token-signing.kek     AES-256-GCM key sealing the OAuth signing keys (same; every

@@ -13,8 +13,11 @@ const BODYLESS_STATUSES = new Set([204, 205, 304]);
  *   it (a file, a database cursor) is released.
  * - A HEAD request, or a status that has no body, sends the headers (Content-Length included)
  *   and cancels the body unread.
+ * - A body that arrives as one chunk (a JSON answer) is sent with its `Content-Length` in one
+ *   write; a longer one is streamed (chunked when it has no length).
  * - A body that fails mid-way ends the connection abruptly (the status line is already sent); one
- *   that fails before its first byte rejects, so the caller can still answer 500.
+ *   that fails before anything was sent (the first chunk is held until the second arrives)
+ *   rejects, so the caller can still answer 500.
  *
  * @param method the request method (default `res.req.method`), to recognise HEAD.
  * @throws {TypeError} (rejected) when a header value is not valid for node, before anything is sent.
@@ -54,6 +57,9 @@ async function streamBody(res: ServerResponse, body: ReadableStream<Uint8Array>)
   };
   res.once('close', onClose);
   try {
+    // One chunk held back: a body that is a single chunk (every JSON answer) goes out with its
+    // Content-Length in one write, instead of chunked encoding and a separate terminator.
+    let held: Uint8Array | undefined;
     for (;;) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
@@ -65,11 +71,17 @@ async function streamBody(res: ServerResponse, body: ReadableStream<Uint8Array>)
         }
         throw error;
       }
-      if (chunk.done) break;
       if (res.destroyed) return;
-      if (!res.write(chunk.value)) await drained(res);
+      if (chunk.done) {
+        if (held !== undefined && !res.headersSent && !res.hasHeader('content-length')) {
+          res.setHeader('content-length', held.byteLength);
+        }
+        await endResponse(res, held);
+        return;
+      }
+      if (held !== undefined && !res.write(held)) await drained(res);
+      held = chunk.value;
     }
-    await endResponse(res);
   } finally {
     res.off('close', onClose);
     reader.releaseLock();
@@ -90,7 +102,7 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-function endResponse(res: ServerResponse): Promise<void> {
+function endResponse(res: ServerResponse, last?: Uint8Array): Promise<void> {
   if (res.destroyed || res.writableEnded) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {
@@ -98,6 +110,7 @@ function endResponse(res: ServerResponse): Promise<void> {
       resolve();
     };
     res.once('close', done);
-    res.end(done);
+    if (last === undefined) res.end(done);
+    else res.end(last, done);
   });
 }

@@ -111,6 +111,7 @@ export interface Envelope {
   modifications?: string[];
   outputFormat?: string;
   reason?: string;
+  reasonDetail?: string;
   threatNames?: string[];
   submittedAt: string;
   completedAt?: string;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 
 import { buildImage, buildZip, EICAR_TEST_FILE } from '@disarm/fixtures';
+import { cryptoRandom, generateApiKey } from '@disarm/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createClient, multipart, waitForTerminal } from './_harness.ts';
@@ -144,6 +145,7 @@ export function defineConformanceSuite(
           status: 'rejected',
           reason: 'threat_detected',
           threatNames: ['EICAR-Test-File'],
+          reasonDetail: 'The archive contains EICAR-Test-File.',
         });
         expect(envelope.helpUrl).toBeTypeOf('string');
         expect(envelope.downloadUrl).toBeUndefined();
@@ -295,6 +297,78 @@ export function defineConformanceSuite(
           await client.admin('GET', `/v1/admin/organisations/${org.id}/keys`)
         ).json()) as { keys: { revokedAt: string | null }[] };
         expect(listed.keys[0]?.revokedAt).toBeTypeOf('string');
+      });
+
+      it('401s say precisely what is wrong, with the RFC 6750 challenge', async () => {
+        const unauthorised = async (
+          credential: Record<string, string>,
+        ): Promise<{ detail: string; challenge: string }> => {
+          const body = await problem(
+            await client.api('/v1/account', { headers: credential }),
+            401,
+            'Unauthorized',
+          );
+          const response = await client.api('/v1/account', { headers: credential });
+          return { detail: body.detail, challenge: response.headers.get('WWW-Authenticate') ?? '' };
+        };
+        const missing = await unauthorised({});
+        expect(missing.detail).toMatch(/^No credential was sent/);
+        // RFC 6750 3.1: no error code when the request carried no authentication at all.
+        expect(missing.challenge).toBe('Bearer realm="disarm"');
+
+        for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer two words']) {
+          const malformed = await unauthorised({ Authorization: header });
+          expect(malformed.detail, header).toMatch(/Authorization/);
+          expect(malformed.detail).not.toContain('dXNlcjpwYXNz');
+          expect(malformed.challenge).toMatch(
+            /^Bearer realm="disarm", error="invalid_request", error_description="[^"]+"$/,
+          );
+        }
+        expect((await unauthorised({ Authorization: 'Basic dXNlcjpwYXNz' })).detail).toMatch(
+          /scheme "Basic" is not accepted/,
+        );
+
+        // A key with a broken checksum (its last character changed) is malformed, before any lookup.
+        const altered = `${key.slice(0, -1)}${key.endsWith('0') ? '1' : '0'}`;
+        for (const bad of ['nope', `dsm_live_${'a'.repeat(43)}`, altered]) {
+          const malformed = await unauthorised({ 'X-Api-Key': bad });
+          expect(malformed.detail, bad).toMatch(/^The API key is malformed/);
+          expect(malformed.challenge).toMatch(/error="invalid_token"/);
+        }
+
+        // Unknown and revoked keys read exactly the same: nobody learns that a key ever existed.
+        const org = await client.newOrganisation({ plan: 'internal' });
+        const keys = (await (
+          await client.admin('GET', `/v1/admin/organisations/${org.id}/keys`)
+        ).json()) as { keys: { id: string }[] };
+        await client.admin(
+          'DELETE',
+          `/v1/admin/organisations/${org.id}/keys/${keys.keys[0]?.id ?? ''}`,
+        );
+        const revoked = await unauthorised({ 'X-Api-Key': org.key });
+        // A well-formed key (valid checksum) that was never issued.
+        const never = await unauthorised({
+          Authorization: `Bearer ${(await generateApiKey(cryptoRandom)).key}`,
+        });
+        expect(revoked).toEqual({
+          detail: 'The API key is not valid: it is unknown or has been revoked.',
+          challenge:
+            'Bearer realm="disarm", error="invalid_token", error_description="The API key is not valid: it is unknown or has been revoked."',
+        });
+        expect(never).toEqual(revoked);
+
+        const notAToken = await unauthorised({ Authorization: 'Bearer not-a-token' });
+        expect(notAToken.detail).toMatch(/^The bearer token is (malformed|not valid)/);
+        expect(notAToken.challenge).toMatch(/error="invalid_token"/);
+      });
+
+      it('an API key on an admin route is 403 and says keys never work there', async () => {
+        const body = await problem(
+          await client.api('/v1/admin/organisations', { headers: headers() }),
+          403,
+          'Forbidden',
+        );
+        expect(body.detail).toMatch(/^An API key never works on admin routes/);
       });
 
       it('accepts the key as a bearer value too', async () => {
@@ -1165,6 +1239,34 @@ export function defineConformanceSuite(
           ).status,
         ).toBe(400);
         expect((await client.api('/.well-known/jwks.json')).status).toBe(200);
+      });
+
+      it('an expired or altered access token gets a 401 that says so', async () => {
+        const { id } = await client.newOrganisation({ plan: 'internal' });
+        const made = (await (
+          await client.admin('POST', `/v1/admin/organisations/${id}/clients`)
+        ).json()) as { clientId: string; clientSecret: string };
+        const issued = await client.api(
+          '/connect/token',
+          form({
+            grant_type: 'client_credentials',
+            client_id: made.clientId,
+            client_secret: made.clientSecret,
+          }),
+        );
+        const { access_token: token } = (await issued.json()) as { access_token: string };
+        const [header = '', payload = '', signature = ''] = token.split('.');
+        const altered = `${header}.${payload}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`;
+        const refused = async (value: string): Promise<Problem> => {
+          const response = await client.api('/v1/account', {
+            headers: { Authorization: `Bearer ${value}` },
+          });
+          expect(response.headers.get('WWW-Authenticate')).toMatch(/error="invalid_token"/);
+          return problem(response, 401, 'Unauthorized');
+        };
+        expect((await refused(altered)).detail).toMatch(/signature does not verify/);
+        await client.target.advanceClock(2 * 3600_000);
+        expect((await refused(token)).detail).toMatch(/^The access token has expired/);
       });
 
       it('manages clients and signing keys on the admin API (cdr.admin only)', async () => {

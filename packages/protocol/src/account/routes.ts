@@ -1,7 +1,7 @@
 import type { Organisation } from '../domain/types.ts';
 import type { Handler } from '../http/context.ts';
 import { jsonResponse } from '../http/negotiation.ts';
-import { ProblemError } from '../http/problem-error.ts';
+import { organisationGone, ProblemError } from '../http/problem-error.ts';
 import { SCOPE_API } from '../auth/principal.ts';
 
 /** The Account snapshot of the spec. */
@@ -37,7 +37,7 @@ export const getAccount: Handler = async (context) => {
     throw new ProblemError('Forbidden', { detail: `This route needs scope ${SCOPE_API}.` });
   }
   const organisation = await api.store.getOrganisation(id, api.clock.now());
-  if (!organisation) throw new ProblemError('Unauthorized');
+  if (!organisation) throw organisationGone();
   if (organisation.plan === null || organisation.planType === null) {
     throw new ProblemError('NotProvisioned', {
       detail: 'The organisation has no account yet.',

@@ -25,8 +25,12 @@ const TERM_FIELDS = [
 /** Only a caller with scope `cdr.admin` gets past; API keys never carry it. */
 export function assertAdmin(context: RequestContext): void {
   if (!context.principal?.scopes.has(SCOPE_ADMIN)) {
+    // Spec "Authentication": a key is a valid credential that never reaches admin routes (403).
     throw new ProblemError('Forbidden', {
-      detail: `Admin routes need scope ${SCOPE_ADMIN}; API keys never work here.`,
+      detail:
+        context.principal?.credential === 'api_key'
+          ? `An API key never works on admin routes: use a bearer token with scope ${SCOPE_ADMIN}.`
+          : `Admin routes need scope ${SCOPE_ADMIN}; this credential does not carry it.`,
     });
   }
 }

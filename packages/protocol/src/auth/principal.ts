@@ -18,7 +18,13 @@ export interface Principal {
 
 /**
  * Verifies one kind of bearer token (an OAuth access token); returns `undefined` when the
- * token is not valid. Plugged in by the OAuth issue; the API-key and admin-token paths are
- * built in.
+ * token is not valid, and may first tell `onRefusal` why in one sentence the caller can act on
+ * ("The access token has expired …"). That sentence goes to the client in the 401's `detail` and
+ * `error_description`: it must name what is wrong with the token, never a secret, a key, or
+ * whether a client or organisation exists. Plugged in by the OAuth issue; the API-key and
+ * admin-token paths are built in.
  */
-export type BearerVerifier = (token: string) => Promise<Principal | undefined>;
+export type BearerVerifier = (
+  token: string,
+  onRefusal?: (detail: string) => void,
+) => Promise<Principal | undefined>;

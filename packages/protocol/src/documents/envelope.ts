@@ -1,5 +1,6 @@
 import type { DocumentRecord } from '../domain/types.ts';
 import type { ApiContext } from '../http/context.ts';
+import { fallbackReasonDetail } from './reason-detail.ts';
 import { isInFlight } from './state-machine.ts';
 
 /** The document envelope (spec "Document envelope"): camelCase, null fields omitted. */
@@ -11,6 +12,8 @@ export interface DocumentEnvelope {
   readonly modifications?: readonly ('rebuilt' | 'converted')[];
   readonly outputFormat?: string;
   readonly reason?: string;
+  /** One sentence on why (what was found, which member, which limit); present with `reason`. */
+  readonly reasonDetail?: string;
   readonly threatNames?: readonly string[];
   readonly submittedAt: string;
   readonly completedAt?: string;
@@ -70,7 +73,12 @@ export async function toEnvelope(
           ...(output.converted ? { outputFormat: output.format } : {}),
         }
       : {}),
-    ...(terminalNotCompleted && document.reason !== null ? { reason: document.reason } : {}),
+    ...(terminalNotCompleted && document.reason !== null
+      ? {
+          reason: document.reason,
+          reasonDetail: document.reasonDetail ?? fallbackReasonDetail(document.reason),
+        }
+      : {}),
     ...(document.status === 'rejected' && document.reason === 'threat_detected'
       ? { threatNames: document.threatNames }
       : {}),

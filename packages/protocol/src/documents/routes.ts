@@ -4,7 +4,7 @@ import type { DocumentRecord, Lane, Organisation } from '../domain/types.ts';
 import type { ApiContext, Handler, RequestContext } from '../http/context.ts';
 import { asJsonObject, readJsonBody } from '../http/json-body.ts';
 import { jsonResponse } from '../http/negotiation.ts';
-import { ProblemError } from '../http/problem-error.ts';
+import { organisationGone, ProblemError } from '../http/problem-error.ts';
 import { FieldErrors, parseBoolean, parseNonNegativeInt32 } from '../http/validation.ts';
 import type { AcceptResult, NewDocument } from '../ports.ts';
 import { toEnvelope, isDownloadable, statusUrlOf } from './envelope.ts';
@@ -28,9 +28,12 @@ export async function organisationOf(context: RequestContext): Promise<Organisat
   if (!principal || !id || !principal.scopes.has(SCOPE_API)) {
     throw new ProblemError('Forbidden', { detail: `This route needs scope ${SCOPE_API}.` });
   }
-  const organisation = await context.api.store.getOrganisation(id, context.api.clock.now());
+  const organisation =
+    context.organisation?.id === id
+      ? context.organisation
+      : await context.api.store.getOrganisation(id, context.api.clock.now());
   // A credential whose organisation is gone is no credential.
-  if (!organisation) throw new ProblemError('Unauthorized');
+  if (!organisation) throw organisationGone();
   return organisation;
 }
 

@@ -72,6 +72,12 @@ export interface DocumentRecord {
   readonly threatNames: readonly string[];
   /** Human detail of a rejection or failure, for logs and operators (not part of the envelope). */
   readonly detail: string | null;
+  /**
+   * The envelope's `reasonDetail`: the caller-safe sentence of a rejection or failure (see
+   * `toReasonDetail`); `null` while in flight, when completed, and on documents stored before
+   * the field existed.
+   */
+  readonly reasonDetail: string | null;
   readonly downloadExpiresAt: Date | null;
   /** First call to the download route (starts the delete-after-download grace clock). */
   readonly firstDownloadAt: Date | null;

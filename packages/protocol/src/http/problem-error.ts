@@ -13,3 +13,14 @@ export class ProblemError extends Error {
     this.options = options;
   }
 }
+
+/** The 401 of a valid credential whose organisation no longer exists. */
+export function organisationGone(): ProblemError {
+  const detail = 'The credential belongs to no current organisation.';
+  return new ProblemError('Unauthorized', {
+    detail,
+    headers: {
+      'WWW-Authenticate': `Bearer realm="disarm", error="invalid_token", error_description="${detail}"`,
+    },
+  });
+}

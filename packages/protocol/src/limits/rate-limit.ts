@@ -1,5 +1,6 @@
 import type { Middleware } from '../api.ts';
 import { problemResponse } from '../http/problem-response.ts';
+import { addResponseHeaders } from '../http/response-headers.ts';
 
 /** Length of one rate-limit window (the spec's limits are per minute). */
 export const RATE_WINDOW_MS = 60_000;
@@ -52,12 +53,5 @@ export const rateLimitMiddleware: Middleware = async (context, route, next) => {
       extensions: { limit, retryAfterSeconds: resetSeconds },
     });
   }
-  const response = await next();
-  const headers = new Headers(response.headers);
-  for (const [field, value] of Object.entries(fields)) headers.set(field, value);
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
+  return addResponseHeaders(await next({ ...context, organisation }), Object.entries(fields), true);
 };

@@ -54,13 +54,68 @@ export interface BearerVerifierOptions {
   readonly logger?: VerifierLogger;
 }
 
-/** Why a token was refused, for the debug log. */
+/**
+ * Why a token was refused: `message` for the debug log, `publicDetail` for the caller (what is
+ * wrong with the token, never whether a client or organisation exists).
+ */
 class Refusal extends Error {
   override readonly name = 'Refusal';
+  readonly publicDetail: string;
+  constructor(reason: string, publicDetail: string) {
+    super(reason);
+    this.publicDetail = publicDetail;
+  }
 }
 
-function refuse(reason: string): never {
-  throw new Refusal(reason);
+const NOT_REGISTERED =
+  "The access token's client or organisation is not (or no longer) registered here, or the client was revoked: request a token with current credentials.";
+const MALFORMED_TOKEN =
+  'The bearer token is malformed: it is neither a signed JWT access token (three base64url parts) nor an API key.';
+
+function refuse(reason: string, publicDetail = `The access token is not valid: ${reason}.`): never {
+  throw new Refusal(reason, publicDetail);
+}
+
+/** The caller's sentence for a JOSE verification error (RFC 7519 claim names kept as is). */
+function joseRefusalDetail(error: errors.JOSEError): string {
+  if (error instanceof errors.JWTExpired) {
+    return 'The access token has expired (exp): request a new one from /connect/token.';
+  }
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.reason === 'missing') {
+      return `The access token lacks the required claim ${error.claim}.`;
+    }
+    switch (error.claim) {
+      case 'typ':
+        return `The access token's typ header is not ${ACCESS_TOKEN_TYPE} (RFC 9068).`;
+      case 'aud':
+        return 'The access token is for another audience (aud): request it for this API.';
+      case 'iss':
+        return 'The access token is from another issuer (iss).';
+      case 'nbf':
+        return 'The access token is not valid yet (nbf).';
+      case 'iat':
+        return "The access token's issue time (iat) is in the future or more than an hour ago.";
+      default:
+        return `The access token's ${error.claim} claim is not accepted.`;
+    }
+  }
+  if (error instanceof errors.JWSSignatureVerificationFailed) {
+    return "The access token's signature does not verify: it was altered or signed by another key.";
+  }
+  if (
+    error instanceof errors.JWKSNoMatchingKey ||
+    error instanceof errors.JWKSMultipleMatchingKeys
+  ) {
+    return 'The access token is signed by a key this service does not publish (kid).';
+  }
+  if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) {
+    return "The access token's signing algorithm (alg) is not accepted.";
+  }
+  if (error instanceof errors.JWKSTimeout) {
+    return "The access token could not be checked: the issuer's keys did not arrive in time; retry.";
+  }
+  return MALFORMED_TOKEN;
 }
 
 function parseScopes(value: unknown): string[] {
@@ -69,20 +124,23 @@ function parseScopes(value: unknown): string[] {
       ? value.split(' ')
       : Array.isArray(value)
         ? value.filter((item): item is string => typeof item === 'string')
-        : refuse('no scope claim');
+        : refuse('no scope claim', 'The access token lacks the required claim scope.');
   return items.filter((item) => item !== '').slice(0, MAX_TOKEN_SCOPES);
 }
 
 function stringClaim(payload: JWTPayload, name: string): string {
   const value = payload[name];
-  if (typeof value !== 'string' || value === '') refuse(`no ${name} claim`);
+  if (typeof value !== 'string' || value === '') {
+    refuse(`no ${name} claim`, `The access token lacks the required claim ${name}.`);
+  }
   return value;
 }
 
 /**
  * The bearer verifier of the API's OAuth tokens: an access token of the embedded issuer, or of
  * the configured external issuer, becomes the {@link Principal} it stands for; anything else is
- * `undefined` (a 401). It never throws.
+ * `undefined` (a 401), after telling `onRefusal` why in a sentence safe to show the caller. It
+ * never throws.
  *
  * Our tokens: signature against our published keys, `alg` pinned to ES256, `typ` `at+jwt`,
  * `iss` and `aud` exact, `exp`/`iat` within one hour and {@link CLOCK_SKEW_SECONDS} on `clock`,
@@ -110,7 +168,9 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
         }));
 
   const ownKey: JWTVerifyGetKey = async (header) => {
-    if (typeof header.kid !== 'string') refuse('no kid');
+    if (typeof header.kid !== 'string') {
+      refuse('no kid', "The access token's header names no signing key (kid).");
+    }
     const key = await signingKeys.verificationKey(header.kid);
     if (key === undefined) throw new errors.JWKSNoMatchingKey();
     return key;
@@ -131,11 +191,15 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     const clientId = stringClaim(payload, 'client_id');
     // No `org`: an operator client's token, checked against the client below.
     const organisationId = payload.org === undefined ? null : stringClaim(payload, 'org');
-    if (payload.sub !== clientId) refuse('sub is not the client');
+    if (payload.sub !== clientId) {
+      refuse('sub is not the client', "The access token's sub is not its client_id.");
+    }
     const client = await store.getOAuthClient(clientId);
-    if (client === undefined) refuse('unknown client');
-    if (client.revokedAt !== null) refuse('revoked client');
-    if (client.organisationId !== organisationId) refuse('client of another organisation');
+    if (client === undefined) refuse('unknown client', NOT_REGISTERED);
+    if (client.revokedAt !== null) refuse('revoked client', NOT_REGISTERED);
+    if (client.organisationId !== organisationId) {
+      refuse('client of another organisation', NOT_REGISTERED);
+    }
     // Platform administration is never a customer organisation's right, whatever a row says.
     const held = new Set(
       client.scopes.filter((scope) => organisationId === null || scope !== SCOPE_ADMIN),
@@ -167,10 +231,10 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       protectedHeader.typ !== undefined &&
       !settings.acceptedTypes.has(normaliseType(protectedHeader.typ))
     ) {
-      refuse('typ not accepted');
+      refuse('typ not accepted', "The access token's typ header is not one this service accepts.");
     }
     if (payload.iat !== undefined && payload.iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) {
-      refuse('iat in the future');
+      refuse('iat in the future', "The access token's issue time (iat) is in the future.");
     }
     const organisationId = payload[settings.organisationClaim];
     if (
@@ -178,10 +242,13 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       organisationId === '' ||
       organisationId.length > MAX_ORGANISATION_ID_CHARS
     ) {
-      refuse('no organisation claim');
+      refuse(
+        'no organisation claim',
+        `The access token lacks the organisation claim ${settings.organisationClaim}.`,
+      );
     }
     if ((await store.getOrganisation(organisationId, now)) === undefined) {
-      refuse('unknown organisation');
+      refuse('unknown organisation', NOT_REGISTERED);
     }
     // No scope claim at all is a valid token with no scope: the routes answer 403, not 401.
     const claimed = payload.scope ?? payload.scp;
@@ -197,10 +264,15 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     };
   }
 
-  return async (token) => {
+  return async (token, onRefusal) => {
     let claimedIssuer: unknown;
     try {
-      if (token.length > MAX_ACCESS_TOKEN_CHARS) refuse('token too long');
+      if (token.length > MAX_ACCESS_TOKEN_CHARS) {
+        refuse(
+          'token too long',
+          `The bearer token is longer than ${MAX_ACCESS_TOKEN_CHARS} characters; no access token of this service is.`,
+        );
+      }
       // The unverified `iss` only chooses whose keys and rules apply; nothing else is trusted.
       claimedIssuer = decodeJwt(token).iss;
       if (claimedIssuer === issuer) return await verifyOwn(token);
@@ -211,7 +283,10 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       ) {
         return await verifyExternal(token, external, externalKeys);
       }
-      refuse('unknown issuer');
+      refuse(
+        'unknown issuer',
+        'The access token is from an issuer this service does not accept (iss).',
+      );
     } catch (error) {
       const reason =
         error instanceof Refusal
@@ -231,9 +306,13 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
         },
         'bearer token refused',
       );
-      if (!(error instanceof Refusal) && !(error instanceof errors.JOSEError)) {
-        // A fault (the store, the JWKS fetch): worth more than a debug line.
+      if (error instanceof Refusal) onRefusal?.(error.publicDetail);
+      else if (error instanceof errors.JOSEError) onRefusal?.(joseRefusalDetail(error));
+      else {
+        // A fault (the store, the JWKS fetch): worth more than a debug line, and nothing of it
+        // reaches the caller.
         logger?.warn({ err: error }, 'bearer token verification failed');
+        onRefusal?.('The access token could not be checked just now; retry.');
       }
       return undefined;
     }

@@ -113,7 +113,7 @@ export const HEADERS = {
   },
   wwwAuthenticate: {
     description:
-      'RFC 9110 11.6.1: the schemes accepted (Bearer; X-Api-Key is described in the docs).',
+      'RFC 9110 11.6.1: the schemes accepted (Bearer; X-Api-Key is described in the docs), with RFC 6750 3 `error` and `error_description` when a credential was sent and refused.',
     required: true,
     schema: { type: 'string', minLength: 1 },
     example: 'Bearer realm="disarm"',
@@ -229,7 +229,7 @@ export function responseRef(name: SharedResponseName): ReferenceObject {
 export const SHARED_RESPONSES = {
   Unauthorized: problemResponse(['Unauthorized'], {
     description:
-      'The credential is missing, expired or invalid. Send `Authorization: Bearer <token or API key>` or `X-Api-Key`.',
+      'The credential is missing, malformed, unknown, revoked, expired or otherwise refused. Send `Authorization: Bearer <token or API key>` or `X-Api-Key`. `code` is always `Unauthorized`; `detail` says what is wrong in one sentence (no credential; a header that is not `Bearer <token>`; a malformed key; an unknown or revoked key, which read the same; an expired token; a bad signature; the wrong `typ`, `aud` or `iss`). `WWW-Authenticate` repeats it as RFC 6750 `error_description`, with `error="invalid_request"` for a malformed header and `error="invalid_token"` for a refused credential (no `error` when nothing was sent).',
     headers: { 'WWW-Authenticate': HEADERS.wwwAuthenticate },
   }),
   InternalError: problemResponse(['InternalError'], {

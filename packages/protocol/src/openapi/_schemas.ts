@@ -1,5 +1,6 @@
 import { FINDING_KINDS, REJECTION_REASONS } from '@disarm/core';
 
+import { MAX_REASON_DETAIL_CHARS } from '../documents/reason-detail.ts';
 import { PLANS } from '../domain/plans.ts';
 import { PROBLEMS } from '../http/problems.ts';
 import type { ProblemCode } from '../http/problems.ts';
@@ -38,7 +39,7 @@ const COMPLETED_ONLY = [
   'downloadExpiresAt',
 ];
 /** Members that only a rejected or failed document carries. */
-const TERMINAL_NOT_COMPLETED_ONLY = ['reason', 'threatNames', 'helpUrl'];
+const TERMINAL_NOT_COMPLETED_ONLY = ['reason', 'reasonDetail', 'threatNames', 'helpUrl'];
 
 /** `{ not: { anyOf: [{ required: [a] }, ...] } }`: none of `members` is present. */
 function absent(members: readonly string[]): SchemaObject {
@@ -94,6 +95,13 @@ const documentEnvelope: SchemaObject = {
       enum: [...REJECTION_REASONS, ...FAILURE_REASONS],
       description:
         'Terminal non-completed only: the rejection reason (`rejected`) or failure reason (`failed`: `timeout`, `internal_error`, credited back). May be absent on requests predating structured outcomes.',
+    },
+    reasonDetail: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_REASON_DETAIL_CHARS,
+      description:
+        'Present exactly when `reason` is (an addition to the v1 envelope; branch on `reason`, show this to people). One sentence on why: for a rejection, what the engine found, in which member, against which limit (e.g. `Threat found: EICAR-Test-File in member docs/a.txt.`); for a failure, a fixed sentence per reason that never carries internals. Control characters are removed; at most 500 characters.',
     },
     threatNames: {
       type: 'array',
@@ -152,6 +160,15 @@ const documentEnvelope: SchemaObject = {
     {
       if: { properties: { status: { const: 'failed' } } },
       then: { properties: { reason: { enum: [...FAILURE_REASONS] } } },
+    },
+    {
+      // reasonDetail goes with reason, both ways.
+      if: { required: ['reason'] },
+      then: { required: ['reasonDetail'] },
+    },
+    {
+      if: { required: ['reasonDetail'] },
+      then: { required: ['reason'] },
     },
     {
       // threatNames: "rejected with threat_detected only".

@@ -35,6 +35,11 @@ export interface LinkSigner {
   ): Promise<LinkClaims | LinkRefusal>;
 }
 
+import { boundedMemo } from '../_internal/bounded-memo.ts';
+
+/** Signatures remembered per signer: a status poll re-signs the same download link each time. */
+const SIGNATURE_CACHE_ENTRIES = 4096;
+
 /** Path prefix of storage links: `/blobs/<key>`. */
 export const STORAGE_PATH_PREFIX = '/blobs/';
 
@@ -79,14 +84,11 @@ export function createLinkSigner(secret: Uint8Array, storageBaseUrl: string): Li
     false,
     ['sign'],
   );
-  const mac = async (claims: LinkClaims): Promise<string> => {
-    const signature = await crypto.subtle.sign(
-      'HMAC',
-      await keyPromise,
-      encoder.encode(canonical(claims)),
-    );
+  const macOf = boundedMemo(SIGNATURE_CACHE_ENTRIES, async (text) => {
+    const signature = await crypto.subtle.sign('HMAC', await keyPromise, encoder.encode(text));
     return toBase64Url(new Uint8Array(signature));
-  };
+  });
+  const mac = (claims: LinkClaims): Promise<string> => macOf(canonical(claims));
   return {
     async sign(claims) {
       const url = new URL(

@@ -313,11 +313,26 @@ describe('createOpenApiValidator', () => {
       status: 'failed',
       statusUrl: DOC_URL,
       reason: 'timeout',
+      reasonDetail: 'Processing did not finish within the time budget.',
       submittedAt: '2025-03-01T10:00:00Z',
       completedAt: '2025-03-01T10:05:00Z',
       helpUrl: `${BASE}/docs`,
     };
     expect(check(failed)).toEqual([]);
+    // reasonDetail goes with reason, both ways, and never on a completed document.
+    const withoutDetail: Record<string, unknown> = { ...failed };
+    delete withoutDetail.reasonDetail;
+    expect(check(withoutDetail)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("must have required property 'reasonDetail'"),
+      ]),
+    );
+    expect(check({ ...completed, reasonDetail: 'x' })).not.toEqual([]);
+    expect(check({ ...failed, reasonDetail: 'x'.repeat(501) })).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('body/reasonDetail must NOT have more than 500 characters'),
+      ]),
+    );
     expect(check({ ...failed, reason: 'threat_detected' })).toEqual([
       expect.stringContaining(
         'body/reason must be equal to one of the allowed values: "timeout", "internal_error"',

@@ -1,4 +1,4 @@
-import { assertTransition, isInFlight } from '@disarm/protocol';
+import { assertTransition, isInFlight, toReasonDetail } from '@disarm/protocol';
 import type { AcceptResult, DocumentRecord, DocumentResult, SweepItem } from '@disarm/protocol';
 import type { Database } from 'better-sqlite3';
 
@@ -62,6 +62,7 @@ interface EndingRow {
   readonly reason: DocumentRow['reason'];
   readonly threat_names: string;
   readonly detail: string | null;
+  readonly reason_detail: string | null;
   readonly download_expires_at: number | null;
 }
 
@@ -109,7 +110,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
        output_media_type = @output_media_type, output_converted = @output_converted,
        output_size_bytes = @output_size_bytes, output_findings = @output_findings,
        reason = @reason, threat_names = @threat_names, detail = @detail,
-       download_expires_at = @download_expires_at, lease_owner = NULL, lease_expires_at = NULL
+       reason_detail = @reason_detail, download_expires_at = @download_expires_at, lease_owner = NULL, lease_expires_at = NULL
      WHERE id = @id RETURNING *`,
   );
   const clearCharge = db.prepare<[string]>(
@@ -218,6 +219,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
       output_findings: null,
       threat_names: '[]',
       detail: null,
+      reason_detail: null,
       download_expires_at: null,
     } as const;
     let ending: EndingRow;
@@ -244,10 +246,17 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
           reason: result.reason,
           threat_names: JSON.stringify(result.threatNames),
           detail: result.detail,
+          reason_detail: toReasonDetail(result),
         };
         break;
       case 'failed':
-        ending = { ...base, status: 'failed', reason: result.reason, detail: result.detail };
+        ending = {
+          ...base,
+          status: 'failed',
+          reason: result.reason,
+          detail: result.detail,
+          reason_detail: toReasonDetail(result),
+        };
         break;
     }
     const ended = endDocument.get(ending);

@@ -5,31 +5,17 @@ import { toIdempotencyRecord, toMillis } from './rows.ts';
 import type { IdempotencyRow } from './rows.ts';
 import type { SyncStateStore } from './sync.ts';
 
-/** Rate-limit counters and idempotency records. */
+/** Idempotency records (the rate-limit counters are in `counters.ts`). */
 export type RequestOps = Pick<
   SyncStateStore,
-  | 'hitRateLimit'
   | 'claimIdempotencyKey'
   | 'completeIdempotencyKey'
   | 'releaseIdempotencyKey'
   | 'purgeIdempotencyKeys'
 >;
 
-/**
- * Counters of windows that started this long before a hit are purged by that hit. Windows are one
- * minute; ten keeps every window a clock-skewed process could still be counting.
- */
-const RATE_WINDOW_RETENTION_MS = 10 * 60 * 1000;
-
 /** Creates the request-level operations over `db`. */
 export function createRequestOps(db: Database): RequestOps {
-  const hit = db.prepare<[string, number], { count: number }>(
-    `INSERT INTO rate_limits (bucket, window_start, count) VALUES (?, ?, 1)
-     ON CONFLICT (bucket, window_start) DO UPDATE SET count = count + 1
-     RETURNING count`,
-  );
-  const purgeWindows = db.prepare<[number]>('DELETE FROM rate_limits WHERE window_start < ?');
-
   const selectKey = db.prepare<[string, string], IdempotencyRow>(
     'SELECT * FROM idempotency_keys WHERE organisation_id = ? AND key = ?',
   );
@@ -52,13 +38,6 @@ export function createRequestOps(db: Database): RequestOps {
      WHERE organisation_id = ? AND key = ? AND state = 'in_flight'`,
   );
   const purgeKeys = db.prepare<[number]>('DELETE FROM idempotency_keys WHERE expires_at <= ?');
-
-  const hitRateLimit = db.transaction<RequestOps['hitRateLimit']>((bucket, windowStart, at) => {
-    purgeWindows.run(toMillis(at) - RATE_WINDOW_RETENTION_MS);
-    const row = hit.get(bucket, toMillis(windowStart));
-    if (row === undefined) throw new Error('rate-limit counter was not returned');
-    return row.count;
-  });
 
   const claim = db.transaction<RequestOps['claimIdempotencyKey']>((record): IdempotencyClaim => {
     // The port passes no clock here: the claim's own creation time is "now".
@@ -83,7 +62,6 @@ export function createRequestOps(db: Database): RequestOps {
   });
 
   return {
-    hitRateLimit: (bucket, windowStart, at) => hitRateLimit.immediate(bucket, windowStart, at),
     claimIdempotencyKey: (record) => claim.immediate(record),
     completeIdempotencyKey(organisationId, key, response, requestHash) {
       completeKey.run(

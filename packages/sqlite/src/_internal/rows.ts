@@ -78,6 +78,8 @@ export interface DocumentRow {
   readonly reason: DocumentReason;
   readonly threat_names: string;
   readonly detail: string | null;
+  /** Added by migration 5; absent on rows read from an older schema (never in practice). */
+  readonly reason_detail: string | null;
   readonly download_expires_at: number | null;
   readonly first_download_at: number | null;
   readonly deleted_at: number | null;
@@ -229,6 +231,7 @@ export function toDocument(row: DocumentRow): DocumentRecord {
     reason: row.reason,
     threatNames: parseStored(row.threat_names) as string[],
     detail: row.detail,
+    reasonDetail: row.reason_detail,
     downloadExpiresAt: toDateOrNull(row.download_expires_at),
     firstDownloadAt: toDateOrNull(row.first_download_at),
     deletedAt: toDateOrNull(row.deleted_at),

@@ -215,6 +215,23 @@ ALTER TABLE oauth_clients_v3 RENAME TO oauth_clients;
 CREATE INDEX oauth_clients_organisation ON oauth_clients (organisation_id, created_at);
 `;
 
+/**
+ * The rate-limit counters moved to a file of their own (`openCounters`), so charges and
+ * documents keep `synchronous = FULL` while counters do not. The minute being counted at upgrade
+ * starts again from zero.
+ */
+const MIGRATION_4_RATE_LIMITS_MOVED = `
+DROP TABLE rate_limits;
+`;
+
+/**
+ * The caller-safe sentence of a rejection or failure (the envelope's `reasonDetail`). Documents
+ * ended before it show the generic sentence of their reason.
+ */
+const MIGRATION_5_REASON_DETAIL = `
+ALTER TABLE documents ADD COLUMN reason_detail TEXT;
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
@@ -225,6 +242,8 @@ const MIGRATIONS: readonly Migration[] = [
     sql: MIGRATION_3_OPERATOR_CLIENTS,
     notices: MIGRATION_3_NOTICES,
   },
+  { version: 4, name: 'rate limits in the counters file', sql: MIGRATION_4_RATE_LIMITS_MOVED },
+  { version: 5, name: 'document reason detail', sql: MIGRATION_5_REASON_DETAIL },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `

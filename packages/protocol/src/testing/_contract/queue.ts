@@ -160,6 +160,7 @@ export function describeQueue(context: ContractContext): void {
         reason: null,
         threatNames: [],
         detail: null,
+        reasonDetail: null,
         deletedAt: null,
         outputRemovedAt: null,
         attempts: 1,
@@ -202,6 +203,8 @@ export function describeQueue(context: ContractContext): void {
         reason: 'threat_detected',
         threatNames: ['EICAR-Test-File', 'Other.Threat'],
         detail: 'signature match',
+        // The engine's sentence, made a sentence for the caller.
+        reasonDetail: 'Signature match.',
         completedAt: at,
         output: null,
         downloadExpiresAt: null,
@@ -224,6 +227,10 @@ export function describeQueue(context: ContractContext): void {
         status: 'failed',
         reason: 'timeout',
         detail: 'processing took longer than the budget',
+        // A failure never shows its internal detail, only its reason's fixed sentence.
+        reasonDetail: expect.stringMatching(
+          /^Processing did not finish within the time budget/,
+        ) as unknown,
         completedAt: at,
         chargedPence: 0,
         countedInAllowance: false,

@@ -62,6 +62,7 @@ export function describeSubmissions(context: ContractContext): void {
         reason: null,
         threatNames: [],
         detail: null,
+        reasonDetail: null,
         downloadExpiresAt: null,
         firstDownloadAt: null,
         deletedAt: null,

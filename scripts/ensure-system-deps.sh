@@ -8,6 +8,8 @@ set -euo pipefail
 REQUIRED=(
   unzip:unzip
   chromium:chromium
+  qpdf:qpdf
+  poppler-utils:pdftotext
 )
 
 missing=()

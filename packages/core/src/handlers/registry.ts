@@ -2,6 +2,7 @@ import { DisarmError } from '../errors.ts';
 import type { FormatFamily } from '../formats.ts';
 import { archiveHandler } from './archive/handler.ts';
 import { imageHandler } from './image/rebuild.ts';
+import { pdfHandler } from './pdf/handler.ts';
 import type { FormatHandler } from './types.ts';
 
 /**
@@ -29,7 +30,7 @@ function notYetSupported(family: FormatFamily): FormatHandler {
 export const HANDLERS: Readonly<Record<FormatFamily, FormatHandler>> = {
   image: imageHandler,
   archive: archiveHandler,
-  pdf: notYetSupported('pdf'),
+  pdf: pdfHandler,
   ooxml: notYetSupported('ooxml'),
   odf: notYetSupported('odf'),
   cfb: notYetSupported('cfb'),

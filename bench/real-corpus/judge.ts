@@ -10,7 +10,8 @@ import type { Verification } from './verify.ts';
 /**
  * - `match`: the expected outcome, and a cleaned copy opens in an independent reader.
  * - `unsafe`: cleaned although the file should have been refused for what it is or carries
- *   (threat, policy, password, size) — the one verdict that means hostile content got through.
+ *   (threat, policy, password, size), or an independent reader still finds active content in the
+ *   copy — the one verdict that means hostile content got through.
  * - `broken`: cleaned, but the independent reader cannot open the copy (a fidelity bug).
  * - `unbuilt`: the format's rebuilder is not in this engine version yet (the file failed closed).
  * - `differs`: any other difference (another reason, or a stricter or more lenient decoder).
@@ -43,6 +44,7 @@ export function judge(
   if (result.status === 'failed' && NOT_YET_SUPPORTED.test(result.detail)) return 'unbuilt';
   if (result.status === 'cleaned') {
     if (MUST_REFUSE.has(row.expected)) return 'unsafe';
+    if ((verification?.activeContent?.length ?? 0) > 0) return 'unsafe';
     if (verification?.ok === false) return 'broken';
   }
   return labelOf(result) === row.expected ? 'match' : 'differs';

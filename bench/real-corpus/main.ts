@@ -221,6 +221,7 @@ function toJson(report: FileReport): Record<string, unknown> {
           reader: verification.reader,
           opens: verification.ok ?? null,
           ...(verification.detail ? { readerDetail: verification.detail } : {}),
+          ...(verification.activeContent ? { activeContent: verification.activeContent } : {}),
         }
       : {}),
     ms: report.ms,
@@ -273,9 +274,11 @@ function renderSummary(dir: string, reports: readonly FileReport[], seconds: num
       const { row, result } = report;
       const why =
         result.status === 'cleaned'
-          ? report.verification?.ok === false
-            ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
-            : `findings ${JSON.stringify(result.findings)}`
+          ? report.verification?.activeContent
+            ? `active content left: ${report.verification.activeContent.join(', ')}`
+            : report.verification?.ok === false
+              ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
+              : `findings ${JSON.stringify(result.findings)}`
           : result.detail;
       lines.push(
         `  ${report.verdict.padEnd(7)} ${row.format.padEnd(5)} expected ${row.expected}, got ${labelOf(result)}: ${row.file}`,

@@ -6,6 +6,8 @@
  */
 import { execFile } from 'node:child_process';
 
+import { findPdfActiveContent } from '@disarm/fixtures';
+
 /** What the independent reader said of one output; `ok: undefined` when no reader is there. */
 export interface Verification {
   readonly ok: boolean | undefined;
@@ -13,6 +15,12 @@ export interface Verification {
   readonly reader: string;
   /** The reader's complaint when it refused the file. */
   readonly detail?: string;
+  /**
+   * Active content an independent reader still finds in the copy (PDF: a walk of every object
+   * of `qpdf --json` for the keys, action types and annotation subtypes a disarm removes).
+   * Anything here makes the verdict `unsafe`.
+   */
+  readonly activeContent?: readonly string[];
 }
 
 interface Reader {
@@ -49,8 +57,19 @@ const READERS: Readonly<Record<string, Reader>> = {
 
 const READER_TIMEOUT_MS = 120_000;
 
-/** Runs the reader for `format` (the output's extension) on `path`. */
+/** Runs the reader for `format` (the output's extension) on `path`, plus the active-content walk. */
 export async function verifyOutput(path: string, format: string): Promise<Verification> {
+  const verification = await runReader(path, format);
+  if (format.toLowerCase() !== 'pdf' || verification.ok === undefined) return verification;
+  try {
+    const activeContent = findPdfActiveContent(path);
+    return activeContent.length === 0 ? verification : { ...verification, activeContent };
+  } catch (error) {
+    return { ok: false, reader: 'qpdf --json', detail: String(error).split('\n')[0] ?? '' };
+  }
+}
+
+async function runReader(path: string, format: string): Promise<Verification> {
   const reader = READERS[format.toLowerCase()];
   if (reader === undefined) return { ok: undefined, reader: 'none' };
   return new Promise((resolve) => {

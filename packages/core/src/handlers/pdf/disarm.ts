@@ -64,6 +64,10 @@ export function disarmDocument(
   findings: FindingTally,
   deadline: Deadline,
 ): DisarmedDocument {
+  // A catalogue written directly into the trailer (minimal hand-made files) becomes an object.
+  if (context.trailerInfo.Root instanceof PDFDict) {
+    context.trailerInfo.Root = context.register(context.trailerInfo.Root);
+  }
   const rootRef = context.trailerInfo.Root;
   if (!(rootRef instanceof PDFRef)) {
     throw new Rejection('invalid_file', 'the PDF trailer names no document catalogue');
@@ -78,6 +82,12 @@ export function disarmDocument(
 
   const walker = new Walker(context, findings, deadline);
   const objects = walker.walk(rootRef);
+  if (!(catalog.get(key('Pages')) instanceof PDFRef)) {
+    throw new Rejection(
+      'invalid_file',
+      'the PDF page tree is not a page tree (an action stood in its place)',
+    );
+  }
   return { objects, pageCount };
 }
 
@@ -150,11 +160,24 @@ function countPages(
       throw new Rejection('invalid_file', 'a PDF page tree node is not a dictionary');
     const kids = context.lookup(node.get(key('Kids')));
     if (name(node.get(key('Type'))) === 'Page' || !(kids instanceof PDFArray)) {
+      if (forbiddenKind(node) !== undefined) {
+        throw new Rejection('invalid_file', 'the PDF page tree holds an action instead of a page');
+      }
       assertContentsPresent(node, context);
+      // ISO 32000-1 7.7.3.3: /Type is required; readers that insist get it.
+      node.set(key('Type'), key('Page'));
       pages += 1;
       continue;
     }
-    for (const kid of kids.asArray()) stack.push([kid, depth + 1]);
+    node.set(key('Type'), key('Pages'));
+    for (const [index, kid] of kids.asArray().entries()) {
+      // Kids must be indirect (7.7.3.2); a direct page dictionary becomes an object.
+      if (kid instanceof PDFDict) {
+        const registered = context.register(kid);
+        kids.set(index, registered);
+        stack.push([registered, depth + 1]);
+      } else stack.push([kid, depth + 1]);
+    }
   }
   if (pages === 0) throw new Rejection('invalid_file', 'the PDF has no pages');
   return pages;

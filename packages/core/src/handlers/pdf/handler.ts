@@ -45,7 +45,12 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
   if (start < 0) throw new Rejection('invalid_file', 'no PDF header in the first 1024 bytes');
   const findings = new FindingTally();
   findings.add('hidden-data', start > 0 ? 1 : 0);
-  const body = bytes.subarray(start);
+  let body = bytes.subarray(start);
+  if (!/^%PDF-\d\.\d/.test(Buffer.from(body.subarray(0, 8)).toString('latin1'))) {
+    // A header without a version ("%PDF-" then anything, as minimal hand-made files have it):
+    // the parser needs one; objects are found by scanning, so shifted offsets do not matter.
+    body = Buffer.concat([Buffer.from('%PDF-1.4\n'), body.subarray(5)]);
+  }
   const versionMatch = /^%PDF-(1\.[0-7]|2\.0)/.exec(
     Buffer.from(body.subarray(0, 8)).toString('latin1'),
   );

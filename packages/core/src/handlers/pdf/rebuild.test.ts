@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 
-import { buildRawPdf, buildTextPdf } from '@disarm/fixtures';
+import { buildRawPdf, buildTextPdf, findPdfActiveContent, qpdfObjects } from '@disarm/fixtures';
 import type { RawPdfObject } from '@disarm/fixtures';
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -47,65 +47,8 @@ function qpdfCheck(bytes: Uint8Array): number {
   return spawnSync('qpdf', ['--check', file(bytes)]).status ?? -1;
 }
 
-/** Every object of the file as qpdf reads it (JSON v2), names canonical (no #xx). */
-function qpdfObjects(bytes: Uint8Array): unknown[] {
-  const json = JSON.parse(
-    execFileSync('qpdf', ['--json=2', '--json-key=qpdf', file(bytes)], {
-      maxBuffer: 1 << 28,
-    }).toString(),
-  ) as { qpdf: [unknown, Record<string, unknown>] };
-  return Object.values(json.qpdf[1]);
-}
-
-const REMOVED_KEYS = [
-  '/JS',
-  '/JavaScript',
-  '/AA',
-  '/EmbeddedFiles',
-  '/EF',
-  '/XFA',
-  '/RichMediaContent',
-];
-const REMOVED_ACTIONS = [
-  '/JavaScript',
-  '/Launch',
-  '/SubmitForm',
-  '/ImportData',
-  '/GoToR',
-  '/GoToE',
-  '/Rendition',
-  '/Sound',
-  '/Movie',
-  '/RichMediaExecute',
-  '/Hide',
-  '/SetOCGState',
-];
-const REMOVED_SUBTYPES = ['/FileAttachment', '/RichMedia', '/3D', '/Screen', '/Movie', '/Sound'];
-
-/** What an independent reader (qpdf) still finds of the removed content; empty when none. */
-function activeContent(bytes: Uint8Array): string[] {
-  const found: string[] = [];
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) {
-      value.forEach(visit);
-      return;
-    }
-    if (value === null || typeof value !== 'object') return;
-    for (const [key, child] of Object.entries(value as Record<string, unknown>)) {
-      if (REMOVED_KEYS.includes(key)) found.push(key);
-      if (key === '/S' && typeof child === 'string' && REMOVED_ACTIONS.includes(child))
-        found.push(`/S ${child}`);
-      if (key === '/Subtype' && typeof child === 'string' && REMOVED_SUBTYPES.includes(child))
-        found.push(`/Subtype ${child}`);
-      if (key === '/Type' && child === '/EmbeddedFile') found.push('/Type /EmbeddedFile');
-      if (key === '/URI' && typeof child === 'string' && !/^u:(https?:|mailto:)/.test(child))
-        found.push(`/URI ${child}`);
-      visit(child);
-    }
-  };
-  qpdfObjects(bytes).forEach(visit);
-  return found;
-}
+/** What qpdf (an independent reader) still finds of the removed content; empty when none. */
+const activeContent = (bytes: Uint8Array): string[] => findPdfActiveContent(file(bytes));
 
 function text(bytes: Uint8Array): string {
   return execFileSync('pdftotext', ['-layout', file(bytes), '-']).toString();
@@ -363,7 +306,7 @@ describe('the PDF rebuild', () => {
       ],
     });
     const output = cleaned(await run(input)).bytes;
-    const json = JSON.stringify(qpdfObjects(output));
+    const json = JSON.stringify(qpdfObjects(file(output)));
     expect(json).toContain('"/OpenAction"');
     expect(json).toContain('"/V":"u:Alice"');
     expect(json).toContain('"/S":"/GoTo"');
@@ -441,6 +384,38 @@ describe('the PDF rebuild', () => {
         expect(qpdfCheck(output)).toBe(0);
         expect(text(output)).toContain('Hello, world');
       }
+    });
+
+    it('recovers a catalogue written into the trailer, a direct page and a missing /Type', async () => {
+      const content = 'BT /F1 24 Tf 72 700 Td (Sloppy) Tj ET';
+      const input = buildRawPdf({
+        version: '1.4',
+        objects: [
+          {
+            num: 1,
+            body: '<< /Kids [<< /Parent 1 0 R /MediaBox [0 0 612 792] /Contents 2 0 R /Resources << /Font << /F1 3 0 R >> >> >>] /Count 1 >>',
+          },
+          { num: 2, body: '<< >>', stream: content },
+          { num: 3, body: '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>' },
+        ],
+        trailer: '/Root << /Pages 1 0 R /OpenAction << /S /JavaScript /JS (app.alert\\(1\\)) >> >>',
+        xref: 'none',
+      });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toMatchObject({ 'pdf-javascript': 1 });
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(text(outcome.bytes)).toContain('Sloppy');
+    });
+
+    it('rejects a page tree that is an action as invalid_file', async () => {
+      const input = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R /OpenAction 2 0 R >>' },
+          { num: 2, body: '<< /S /JavaScript /JS (app.alert\\(1\\)) >>' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
     });
 
     it('rejects a file cut before its catalogue and pages as invalid_file', async () => {

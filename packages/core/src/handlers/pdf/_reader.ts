@@ -26,6 +26,8 @@ export interface PdfIndirect {
 
 /** The whole file as read. */
 export interface ParsedPdf {
+  /** `PDF`, or `FDF` for form data. */
+  readonly header: 'PDF' | 'FDF';
   readonly objects: ReadonlyMap<number, PdfIndirect>;
   readonly trailer: ReadonlyMap<string, PdfValue>;
 }
@@ -197,7 +199,7 @@ function parseHex(cursor: Cursor): PdfValue {
  */
 export function parseRebuiltPdf(bytes: Uint8Array): ParsedPdf {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const header = /^%PDF-[12]\.\d\n%[\x80-\xff]{4}\n/.exec(buffer.toString('latin1', 0, 16));
+  const header = /^%(PDF|FDF)-[12]\.\d\n%[\x80-\xff]{4}\n/.exec(buffer.toString('latin1', 0, 16));
   if (!header) throw new PdfReadError('the header is not at byte 0');
   const tail = /startxref\n(\d+)\n%%EOF\n$/.exec(
     buffer.toString('latin1', Math.max(0, buffer.length - 64)),
@@ -253,5 +255,5 @@ export function parseRebuiltPdf(bytes: Uint8Array): ParsedPdf {
     objects.set(num, stream ? { num, value, stream } : { num, value });
   }
   if (expected !== xrefOffset) throw new PdfReadError('bytes between the last object and the xref');
-  return { objects, trailer: trailer.entries };
+  return { header: header[1] === 'FDF' ? 'FDF' : 'PDF', objects, trailer: trailer.entries };
 }

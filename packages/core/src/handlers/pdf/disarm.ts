@@ -16,6 +16,8 @@ import type { FindingKind, FindingTally } from '../../findings.ts';
 import type { Deadline } from '../../limits.ts';
 import {
   CATALOG_KEYS,
+  FDF_CATALOG_KEYS,
+  FDF_KEYS,
   FORBIDDEN_ACTION_TYPES,
   FORBIDDEN_ANNOTATION_SUBTYPES,
   FORBIDDEN_KEYS,
@@ -388,4 +390,43 @@ function walkRemoved(value: PDFObject, context: PDFContext, visit: (dict: PDFDic
       stack.push(...dict.asArray());
     }
   }
+}
+
+/**
+ * FDF (ISO 32000-1 12.7.7): the catalogue's `/FDF` dictionary keeps field values and
+ * annotations (keys on an allowlist); script, embedded FDFs and page templates go, and every
+ * object reached is disarmed by the same rules as a PDF.
+ * @throws {Rejection} `invalid_file` without a catalogue holding an `/FDF` dictionary.
+ */
+export function disarmFdf(
+  context: PDFContext,
+  findings: FindingTally,
+  deadline: Deadline,
+): DisarmedDocument {
+  if (context.trailerInfo.Root instanceof PDFDict) {
+    context.trailerInfo.Root = context.register(context.trailerInfo.Root);
+  }
+  const rootRef = context.trailerInfo.Root;
+  const catalog = context.lookup(rootRef);
+  const fdf = catalog instanceof PDFDict ? context.lookup(catalog.get(key('FDF'))) : undefined;
+  if (!(rootRef instanceof PDFRef) || !(catalog instanceof PDFDict) || !(fdf instanceof PDFDict)) {
+    throw new Rejection('invalid_file', 'the FDF has no catalogue with an /FDF dictionary');
+  }
+  if (context.trailerInfo.Info !== undefined) findings.add('document-metadata');
+  for (const [dict, allowed] of [
+    [catalog, FDF_CATALOG_KEYS],
+    [fdf, FDF_KEYS],
+  ] as const) {
+    for (const [entryKey, value] of dict.entries()) {
+      const text = entryKey.decodeText();
+      if (allowed.has(text)) continue;
+      dict.delete(entryKey);
+      if (text === 'JavaScript' || text === 'AA') {
+        countActions(value, context, findings, 'pdf-javascript');
+      } else if (text === 'EmbeddedFDFs') findings.add('pdf-embedded-file');
+      else findings.add('hidden-data');
+    }
+  }
+  const objects = new Walker(context, findings, deadline).walk(rootRef);
+  return { objects, pageCount: 0 };
 }

@@ -1,10 +1,9 @@
 import { PDFDocument, ParseSpeeds } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
-import { DisarmError } from '../../errors.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
-import { disarmDocument } from './disarm.ts';
+import { disarmDocument, disarmFdf } from './disarm.ts';
 import { StreamBudget } from './streams.ts';
 import { verifyPdf } from './verify.ts';
 import { writePdf } from './write.ts';
@@ -15,21 +14,13 @@ const HEADER_WINDOW_BYTES = 1024;
 export const MAX_PDF_OBJECTS = 2_000_000;
 
 /**
- * PDF: parsed (damaged cross-references recovered by scanning, empty-user-password encryption
+ * PDF and FDF: parsed (damaged cross-references recovered by scanning, empty-user-password encryption
  * removed), disarmed by walking from the catalogue (`disarm.ts`), and written anew (`write.ts`):
  * only reachable objects, no history, every stream re-encoded, a content-derived `/ID`.
  */
 export const pdfHandler: FormatHandler = {
   family: 'pdf',
   rebuild(input, context) {
-    if (input.format.kind === 'fdf') {
-      return Promise.reject(
-        new DisarmError(
-          'ERR_NOT_YET_SUPPORTED',
-          'rebuilding .fdf files is not yet supported by this engine version',
-        ),
-      );
-    }
     return rebuildPdf(input, context);
   },
   verify: verifyPdf,
@@ -37,15 +28,20 @@ export const pdfHandler: FormatHandler = {
 
 async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
   const bytes = input.bytes;
+  const header = input.format.kind === 'fdf' ? 'FDF' : 'PDF';
   const start = Buffer.from(
     bytes.buffer,
     bytes.byteOffset,
     Math.min(bytes.length, HEADER_WINDOW_BYTES + 8),
-  ).indexOf('%PDF-');
-  if (start < 0) throw new Rejection('invalid_file', 'no PDF header in the first 1024 bytes');
+  ).indexOf(`%${header}-`);
+  if (start < 0) throw new Rejection('invalid_file', `no ${header} header in the first 1024 bytes`);
   const findings = new FindingTally();
   findings.add('hidden-data', start > 0 ? 1 : 0);
   let body = bytes.subarray(start);
+  if (header === 'FDF') {
+    // FDF shares PDF's syntax (ISO 32000-1 12.7.7); the parser only knows the PDF header.
+    body = Buffer.concat([Buffer.from('%PDF-'), body.subarray(5)]);
+  }
   if (!/^%PDF-\d\.\d/.test(Buffer.from(body.subarray(0, 8)).toString('latin1'))) {
     // A header without a version ("%PDF-" then anything, as minimal hand-made files have it):
     // the parser needs one; objects are found by scanning, so shifted offsets do not matter.
@@ -66,13 +62,17 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
       `the PDF declares ${pdfContext.largestObjectNumber} objects; the limit is ${MAX_PDF_OBJECTS}`,
     );
   }
-  const disarmed = disarmDocument(pdfContext, findings, context.deadline);
+  const disarmed =
+    header === 'FDF'
+      ? disarmFdf(pdfContext, findings, context.deadline)
+      : disarmDocument(pdfContext, findings, context.deadline);
   context.deadline.check();
   const output = writePdf({
     context: pdfContext,
     objects: disarmed.objects,
-    version: versionMatch?.[1] ?? '1.7',
+    version: versionMatch?.[1] ?? (header === 'FDF' ? '1.2' : '1.7'),
     budget: new StreamBudget(context),
+    header,
   });
   if (output.length > context.limits.maxBytes) {
     throw new Rejection('file_too_large', 'the rebuilt PDF is larger than the size ceiling');

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 
-import { buildRawPdf, buildTextPdf, findPdfActiveContent, qpdfObjects } from '@disarm/fixtures';
+import {
+  buildFdf,
+  buildRawPdf,
+  buildTextPdf,
+  findPdfActiveContent,
+  qpdfObjects,
+} from '@disarm/fixtures';
 import type { RawPdfObject } from '@disarm/fixtures';
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -491,6 +497,46 @@ describe('the PDF rebuild', () => {
       { policy: { 'pdf-javascript': 'reject' } },
     );
     expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+});
+
+describe('the FDF rebuild', () => {
+  it('keeps field values and removes script, actions, embedded FDFs and attachments', async () => {
+    const input = buildFdf({
+      fields: { name: 'Alice', city: 'Paris' },
+      field: `/AA << /K ${JS} >> /A << /S /Launch /F (calc.exe) >>`,
+      fdf: `/JavaScript << /Before (app.alert\\(1\\)) /Doc [(x) ${JS}] >> /EmbeddedFDFs [100 0 R] /Annots [101 0 R]`,
+      objects: [
+        { num: 100, body: '<< /Type /Filespec /F (x.fdf) /EF << /F 102 0 R >> >>' },
+        {
+          num: 101,
+          body: '<< /Type /Annot /Subtype /FileAttachment /Page 0 /Rect [0 0 9 9] /FS 100 0 R >>',
+        },
+        { num: 102, body: '<< /Type /EmbeddedFile >>', stream: '%FDF-1.2 payload' },
+      ],
+    });
+    expect(findPdfActiveContent(file(input, '.fdf')).length).toBeGreaterThan(0);
+    const outcome = cleaned(await run(input, 'f.fdf'));
+    expect(kinds(outcome)).toMatchObject({
+      'pdf-javascript': 3,
+      'pdf-action': 2,
+      'pdf-embedded-file': 2,
+    });
+    const output = Buffer.from(outcome.bytes);
+    expect(output.subarray(0, 9).toString()).toBe('%FDF-1.2\n');
+    expect(findPdfActiveContent(file(output, '.fdf'))).toEqual([]);
+    const json = JSON.stringify(qpdfObjects(file(output, '.fdf')));
+    expect(json).toContain('"/V":"u:Alice"');
+    expect(json).toContain('"/V":"u:Paris"');
+    const again = cleaned(await run(output, 'f.fdf'));
+    expect(again.findings).toEqual([]);
+    expect(Buffer.compare(Buffer.from(again.bytes), output)).toBe(0);
+  });
+
+  it('rejects an FDF without its catalogue as invalid_file', async () => {
+    const input = buildFdf();
+    const outcome = await run(input.subarray(0, input.indexOf('1 0 obj')), 'f.fdf');
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
   });
 });
 

@@ -155,3 +155,19 @@ export const CATALOG_KEYS: ReadonlySet<string> = new Set([
 
 /** Name trees kept under the catalogue's `/Names` (ISO 32000-1 7.7.4): destinations only. */
 export const NAME_TREES_KEPT: ReadonlySet<string> = new Set(['Dests']);
+
+/** FDF catalogue keys kept (ISO 32000-1 12.7.7.2, table 243). */
+export const FDF_CATALOG_KEYS: ReadonlySet<string> = new Set(['Type', 'Version', 'FDF']);
+
+/**
+ * Keys of the FDF dictionary kept (table 244): field values and annotations. `/JavaScript`,
+ * `/EmbeddedFDFs`, `/Pages` (page templates), `/Target` and `/Differences` are dropped.
+ */
+export const FDF_KEYS: ReadonlySet<string> = new Set([
+  'F',
+  'ID',
+  'Fields',
+  'Status',
+  'Encoding',
+  'Annots',
+]);

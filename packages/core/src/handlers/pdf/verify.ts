@@ -4,6 +4,8 @@ import { PdfReadError, parseRebuiltPdf } from './_reader.ts';
 import type { ParsedPdf, PdfValue } from './_reader.ts';
 import {
   CATALOG_KEYS,
+  FDF_CATALOG_KEYS,
+  FDF_KEYS,
   FORBIDDEN_ACTION_TYPES,
   FORBIDDEN_ANNOTATION_SUBTYPES,
   FORBIDDEN_KEYS,
@@ -38,7 +40,8 @@ const OUTPUT_FILTERS: ReadonlySet<string> = new Set([
  * - `pdf.no-embedded-files`: no embedded file, `/EF`, file attachment;
  * - `pdf.no-active-annotations`: no RichMedia, 3D, Screen, Movie or Sound annotation;
  * - `pdf.no-xfa`: no `/XFA`;
- * - `pdf.catalog`: catalogue keys and name trees on the allowlist.
+ * - `pdf.catalog`: catalogue keys and name trees on the allowlist (FDF: the catalogue and `/FDF`
+ *   dictionary keys on theirs).
  */
 export function verifyPdf(
   output: HandlerOutput,
@@ -82,6 +85,10 @@ function checkDocument(pdf: ParsedPdf): void {
   if (root?.type !== 'ref' || catalog?.type !== 'dict') {
     throw new VerifyFailure('pdf.structure', 'the trailer /Root is not a catalogue');
   }
+  if (pdf.header === 'FDF') {
+    checkFdf(catalog.entries, resolve);
+    return;
+  }
   for (const catalogKey of catalog.entries.keys()) {
     if (!CATALOG_KEYS.has(catalogKey)) {
       throw new VerifyFailure('pdf.catalog', `the catalogue carries /${catalogKey}`);
@@ -105,6 +112,22 @@ function checkDocument(pdf: ParsedPdf): void {
 }
 
 type Resolve = (value: PdfValue | undefined) => PdfValue | undefined;
+
+function checkFdf(catalog: ReadonlyMap<string, PdfValue>, resolve: Resolve): void {
+  const fdf = resolve(catalog.get('FDF'));
+  if (fdf?.type !== 'dict')
+    throw new VerifyFailure('pdf.structure', 'the FDF has no /FDF dictionary');
+  for (const [entries, allowed] of [
+    [catalog, FDF_CATALOG_KEYS],
+    [fdf.entries, FDF_KEYS],
+  ] as const) {
+    for (const entryKey of entries.keys()) {
+      if (!allowed.has(entryKey)) {
+        throw new VerifyFailure('pdf.catalog', `the FDF carries /${entryKey}`);
+      }
+    }
+  }
+}
 
 function nameOf(value: PdfValue | undefined): string | undefined {
   return value?.type === 'name' ? value.value : undefined;

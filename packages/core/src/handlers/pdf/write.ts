@@ -13,6 +13,8 @@ export interface WriteOptions {
   readonly objects: readonly PDFRef[];
   /** Header version, e.g. `1.7`. */
   readonly version: string;
+  /** `PDF`, or `FDF` for form data (ISO 32000-1 12.7.7.1: `%FDF-`). @default 'PDF' */
+  readonly header?: 'PDF' | 'FDF';
   readonly budget: StreamBudget;
 }
 
@@ -24,14 +26,20 @@ const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1');
  * cross-reference table, a trailer with only `/Size`, `/Root` and an `/ID` derived from the bytes
  * before it (ISO 32000-1 14.4: same content, same ID), and nothing after `%%EOF`.
  */
-export function writePdf({ context, objects, version, budget }: WriteOptions): Uint8Array {
+export function writePdf({
+  context,
+  objects,
+  version,
+  budget,
+  header = 'PDF',
+}: WriteOptions): Uint8Array {
   const numbers = new Map<PDFRef, PDFRef>();
   objects.forEach((ref, index) => numbers.set(ref, PDFRef.of(index + 1, 0)));
   // Old and new numbers share PDFRef instances (PDFRef.of caches), so no container may be
   // renumbered twice.
   const done = new WeakSet<PDFObject>();
 
-  const parts: Buffer[] = [latin1(`%PDF-${version}\n%\u00e2\u00e3\u00cf\u00d3\n`)];
+  const parts: Buffer[] = [latin1(`%${header}-${version}\n%\u00e2\u00e3\u00cf\u00d3\n`)];
   let length = parts[0]?.length ?? 0;
   const offsets: number[] = [];
   for (const [index, ref] of objects.entries()) {

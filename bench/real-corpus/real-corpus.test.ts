@@ -193,7 +193,7 @@ describe('judge', () => {
     );
   });
 
-  it('calls a cleaned file unsafe only when a refusal for what it carries was expected', () => {
+  it('calls a cleaned file unsafe when a refusal for what it carries was expected', () => {
     for (const reason of [
       'threat_detected',
       'policy_violation',
@@ -207,6 +207,16 @@ describe('judge', () => {
     expect(judge(row('rejected:invalid_file'), cleaned, { ok: true, reader: 'vips avg' })).toBe(
       'differs',
     );
+  });
+
+  it('calls a cleaned copy unsafe when an independent reader still finds active content', () => {
+    expect(
+      judge(row('completed-cleaned'), cleaned, {
+        ok: true,
+        reader: 'qpdf --check',
+        activeContent: ['/JS', '/S /Launch'],
+      }),
+    ).toBe('unsafe');
   });
 
   it('tells a format without a rebuilder from other failures', () => {

@@ -60,7 +60,8 @@ const READER_TIMEOUT_MS = 120_000;
 /** Runs the reader for `format` (the output's extension) on `path`, plus the active-content walk. */
 export async function verifyOutput(path: string, format: string): Promise<Verification> {
   const verification = await runReader(path, format);
-  if (format.toLowerCase() !== 'pdf' || verification.ok === undefined) return verification;
+  const lower = format.toLowerCase();
+  if (lower !== 'pdf' && lower !== 'fdf') return verification;
   try {
     const activeContent = findPdfActiveContent(path);
     return activeContent.length === 0 ? verification : { ...verification, activeContent };

@@ -48,6 +48,8 @@ export interface DisarmedDocument {
   /** Reachable indirect objects in breadth-first order from the catalogue (which is first). */
   readonly objects: readonly PDFRef[];
   readonly pageCount: number;
+  /** The page content streams (checked lexically when written). */
+  readonly contentStreams: ReadonlySet<PDFRef>;
 }
 
 const name = (value: PDFObject | undefined): string | undefined =>
@@ -80,7 +82,8 @@ export function disarmDocument(
   }
   if (context.trailerInfo.Info !== undefined) findings.add('document-metadata');
   disarmCatalog(catalog, context, findings);
-  const pageCount = countPages(context, catalog.get(key('Pages')), deadline);
+  const contentStreams = new Set<PDFRef>();
+  const pageCount = countPages(context, catalog.get(key('Pages')), { deadline, contentStreams });
 
   const walker = new Walker(context, findings, deadline);
   const objects = walker.walk(rootRef);
@@ -90,7 +93,7 @@ export function disarmDocument(
       'the PDF page tree is not a page tree (an action stood in its place)',
     );
   }
-  return { objects, pageCount };
+  return { objects, pageCount, contentStreams };
 }
 
 function disarmCatalog(catalog: PDFDict, context: PDFContext, findings: FindingTally): void {
@@ -142,7 +145,7 @@ function disarmCatalog(catalog: PDFDict, context: PDFContext, findings: FindingT
 function countPages(
   context: PDFContext,
   pagesRef: PDFObject | undefined,
-  deadline: Deadline,
+  { deadline, contentStreams }: { deadline: Deadline; contentStreams: Set<PDFRef> },
 ): number {
   const seen = new Set<PDFRef>();
   let pages = 0;
@@ -165,7 +168,7 @@ function countPages(
       if (forbiddenKind(node) !== undefined) {
         throw new Rejection('invalid_file', 'the PDF page tree holds an action instead of a page');
       }
-      assertContentsPresent(node, context);
+      assertContentsPresent(node, context, contentStreams);
       // ISO 32000-1 7.7.3.3: /Type is required; readers that insist get it.
       node.set(key('Type'), key('Page'));
       pages += 1;
@@ -189,12 +192,17 @@ function countPages(
  * A page whose content stream is missing (a truncated file, a damaged cross-reference) would come
  * back blank: that is a file we cannot rebuild faithfully, so it is `invalid_file`.
  */
-function assertContentsPresent(page: PDFDict, context: PDFContext): void {
+function assertContentsPresent(
+  page: PDFDict,
+  context: PDFContext,
+  contentStreams: Set<PDFRef>,
+): void {
   const contents = page.get(key('Contents'));
   const resolved = context.lookup(contents);
   const refs = resolved instanceof PDFArray ? resolved.asArray() : [contents];
   for (const ref of refs) {
     if (ref === undefined) continue;
+    if (ref instanceof PDFRef) contentStreams.add(ref);
     if (!(context.lookup(ref) instanceof PDFRawStream)) {
       throw new Rejection(
         'invalid_file',
@@ -428,5 +436,5 @@ export function disarmFdf(
     }
   }
   const objects = new Walker(context, findings, deadline).walk(rootRef);
-  return { objects, pageCount: 0 };
+  return { objects, pageCount: 0, contentStreams: new Set() };
 }

@@ -73,6 +73,7 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     version: versionMatch?.[1] ?? (header === 'FDF' ? '1.2' : '1.7'),
     budget: new StreamBudget(context),
     header,
+    contentStreams: disarmed.contentStreams,
   });
   if (output.length > context.limits.maxBytes) {
     throw new Rejection('file_too_large', 'the rebuilt PDF is larger than the size ceiling');

@@ -424,6 +424,40 @@ describe('the PDF rebuild', () => {
       expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
     });
 
+    it('rejects a page whose content stream has an unbalanced string as invalid_file', async () => {
+      const broken = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+          },
+          { num: 4, body: '<< >>', stream: 'BT /F1 12 Tf (a) Tj b) Tj ET' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      expect(await run(broken)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      // Inline image data may hold any byte, ")" included (ISO 32000-1 8.9.7).
+      const inlineImage = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+          },
+          {
+            num: 4,
+            body: '<< >>',
+            stream: 'q 10 0 0 10 72 700 cm BI /W 2 /H 1 /CS /G /BPC 8 ID )( EI Q',
+          },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      expect(cleaned(await run(inlineImage)).findings).toEqual([]);
+    });
+
     it('rejects a file cut before its catalogue and pages as invalid_file', async () => {
       const input = buildTextPdf();
       const outcome = await run(input.subarray(0, 40));

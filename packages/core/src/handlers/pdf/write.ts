@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { PDFArray, PDFDict, PDFRawStream, PDFRef } from '@cantoo/pdf-lib';
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
+import { assertContentSyntax } from './content.ts';
 import type { StreamBudget } from './streams.ts';
 import { rebuildStream } from './streams.ts';
 
@@ -16,6 +17,8 @@ export interface WriteOptions {
   /** `PDF`, or `FDF` for form data (ISO 32000-1 12.7.7.1: `%FDF-`). @default 'PDF' */
   readonly header?: 'PDF' | 'FDF';
   readonly budget: StreamBudget;
+  /** Page content streams: their decoded data is checked with {@link assertContentSyntax}. */
+  readonly contentStreams?: ReadonlySet<PDFRef>;
 }
 
 const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1');
@@ -32,6 +35,7 @@ export function writePdf({
   version,
   budget,
   header = 'PDF',
+  contentStreams,
 }: WriteOptions): Uint8Array {
   const numbers = new Map<PDFRef, PDFRef>();
   objects.forEach((ref, index) => numbers.set(ref, PDFRef.of(index + 1, 0)));
@@ -45,7 +49,10 @@ export function writePdf({
   for (const [index, ref] of objects.entries()) {
     let object = context.lookup(ref);
     if (object === undefined) throw new TypeError('a reachable PDF object vanished');
-    if (object instanceof PDFRawStream) object = rebuildStream(object, context, budget);
+    if (object instanceof PDFRawStream) {
+      const inspect = contentStreams?.has(ref) === true ? assertContentSyntax : undefined;
+      object = rebuildStream(object, context, budget, inspect);
+    }
     renumber(object instanceof PDFRawStream ? object.dict : object, numbers, done);
     const bytes = new Uint8Array(object.sizeInBytes());
     object.copyBytesInto(bytes, 0);

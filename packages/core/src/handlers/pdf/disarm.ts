@@ -31,7 +31,7 @@ import {
 } from './rules.ts';
 
 /** Deepest nesting of direct arrays and dictionaries inside one object. */
-export const MAX_NESTING_DEPTH = 100;
+const MAX_NESTING_DEPTH = 100;
 /** Most page-tree levels (real files use a handful). */
 const MAX_PAGE_TREE_DEPTH = 64;
 /** Items a removed subtree is searched for when counting what it held. */

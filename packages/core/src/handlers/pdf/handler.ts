@@ -11,7 +11,7 @@ import { writePdf } from './write.ts';
 /** Where a PDF header may start (ISO 32000-1 7.5.2; readers accept junk before it, as detect does). */
 const HEADER_WINDOW_BYTES = 1024;
 /** Most indirect objects one PDF may declare (a 100 MB file of tiny objects stays under it). */
-export const MAX_PDF_OBJECTS = 2_000_000;
+const MAX_PDF_OBJECTS = 2_000_000;
 
 /**
  * PDF and FDF: parsed (damaged cross-references recovered by scanning, empty-user-password encryption

@@ -11,9 +11,9 @@ import type { Verification } from './verify.ts';
  * - `match`: the expected outcome, and a cleaned copy opens in an independent reader.
  * - `unsafe`: cleaned although the file should have been refused for what it is or carries
  *   (threat, policy, password, size), a cleaned copy that still carries metadata (an image tag
- *   exiftool reads outside the structural allowlist) or is byte-equal to its input, or a scanner
- *   finds active content in the cleaned copy — the one verdict that means hostile content got
- *   through.
+ *   exiftool reads outside the structural allowlist) or is byte-equal to its input, or an
+ *   independent reader (a virus scanner, a `qpdf --json` walk) still finds active content in the
+ *   copy — the one verdict that means hostile content got through.
  * - `broken`: cleaned, but the independent reader cannot open the copy (a fidelity bug).
  * - `unbuilt`: the format's rebuilder is not in this engine version yet (the file failed closed).
  * - `differs`: any other difference (another reason, or a stricter or more lenient decoder).
@@ -47,6 +47,7 @@ export function judge(
   if (result.status === 'cleaned') {
     if (MUST_REFUSE.has(row.expected) || verification?.unsafe === true) return 'unsafe';
     if ((verification?.leaks?.length ?? 0) > 0) return 'unsafe';
+    if ((verification?.activeContent?.length ?? 0) > 0) return 'unsafe';
     if (verification?.ok === false) return 'broken';
     if (verification?.textDiffers === true) return 'differs';
   }

@@ -233,6 +233,7 @@ function toJson(report: FileReport): Record<string, unknown> {
           opens: verification.ok ?? null,
           ...(verification.detail ? { readerDetail: verification.detail } : {}),
           ...(verification.leaks ? { leaks: verification.leaks } : {}),
+          ...(verification.activeContent ? { activeContent: verification.activeContent } : {}),
         }
       : {}),
     ms: report.ms,
@@ -287,9 +288,11 @@ function renderSummary(dir: string, reports: readonly FileReport[], seconds: num
         result.status === 'cleaned'
           ? report.verification?.leaks
             ? `leaks: ${report.verification.leaks.join(', ')}`
-            : report.verification?.ok === false || report.verification?.textDiffers === true
-              ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
-              : `findings ${JSON.stringify(result.findings)}`
+            : report.verification?.activeContent
+              ? `active content left: ${report.verification.activeContent.join(', ')}`
+              : report.verification?.ok === false || report.verification?.textDiffers === true
+                ? `${report.verification.reader}: ${report.verification.detail ?? ''}`
+                : `findings ${JSON.stringify(result.findings)}`
           : result.detail;
       lines.push(
         `  ${report.verdict.padEnd(7)} ${row.format.padEnd(5)} expected ${row.expected}, got ${labelOf(result)}: ${row.file}`,

@@ -256,6 +256,16 @@ describe('judge', () => {
     }
   });
 
+  it('calls a cleaned copy unsafe when an independent reader still finds active content', () => {
+    expect(
+      judge(row('completed-cleaned'), cleaned, {
+        ok: true,
+        reader: 'qpdf --check',
+        activeContent: ['/JS', '/S /Launch'],
+      }),
+    ).toBe('unsafe');
+  });
+
   it('tells a format without a rebuilder from other failures', () => {
     const failed = (detail: string) =>
       ({ status: 'failed', reason: 'internal_error', detail }) as const;

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 
-import { exiftoolTags, unexpectedImageTags } from '@disarm/fixtures';
+import { exiftoolTags, findPdfActiveContent, unexpectedImageTags } from '@disarm/fixtures';
 
 /** What the independent reader said of one output; `ok: undefined` when no reader is there. */
 export interface Verification {
@@ -25,6 +25,12 @@ export interface Verification {
   readonly unsafe?: boolean;
   /** The copy opens, but its text is not the input's (visible active content was removed). */
   readonly textDiffers?: boolean;
+  /**
+   * Active content an independent reader still finds in the copy (PDF: a walk of every object
+   * of `qpdf --json` for the keys, action types and annotation subtypes a disarm removes).
+   * Anything here makes the verdict `unsafe`.
+   */
+  readonly activeContent?: readonly string[];
 }
 
 const IMAGE_EXTENSIONS = new Set(['jpg', 'jpeg', 'png', 'gif', 'tif', 'tiff', 'webp', 'bmp']);
@@ -82,8 +88,20 @@ const READERS: Readonly<Record<string, Reader>> = {
 
 const READER_TIMEOUT_MS = 120_000;
 
-/** Runs the reader for `format` (the output's extension) on `path`. */
+/** Runs the reader for `format` (the output's extension) on `path`, plus the active-content walk. */
 export async function verifyOutput(path: string, format: string): Promise<Verification> {
+  const verification = await runReader(path, format);
+  const lower = format.toLowerCase();
+  if (lower !== 'pdf' && lower !== 'fdf') return verification;
+  try {
+    const activeContent = findPdfActiveContent(path);
+    return activeContent.length === 0 ? verification : { ...verification, activeContent };
+  } catch (error) {
+    return { ok: false, reader: 'qpdf --json', detail: String(error).split('\n')[0] ?? '' };
+  }
+}
+
+async function runReader(path: string, format: string): Promise<Verification> {
   const reader = READERS[format.toLowerCase()];
   if (reader === undefined) return { ok: undefined, reader: 'none' };
   return new Promise((resolve) => {

@@ -1,8 +1,10 @@
 import {
   buildGzip,
   buildImage,
+  buildFdf,
   buildOdt,
   buildOfficeDocument,
+  buildTextPdf,
   buildZip,
   OOXML_MAIN_TYPES,
   withGifComment,
@@ -82,6 +84,19 @@ const CASES: Readonly<Record<string, FormatCases>> = {
       }),
     corrupt: truncate(async () => buildZip([{ name: 'a.png', data: await buildImage('png') }])),
   },
+  pdf: {
+    clean: () => buildTextPdf(),
+    active: () =>
+      buildTextPdf({
+        catalog: `/OpenAction << /S /JavaScript /JS (app.alert\\('${PAYLOAD}'\\)) >>`,
+      }),
+    corrupt: truncate(() => buildTextPdf()),
+  },
+  fdf: {
+    clean: () => buildFdf(),
+    active: () => buildFdf({ fdf: `/JavaScript << /Before (app.alert\\('${PAYLOAD}'\\)) >>` }),
+    corrupt: truncate(() => buildFdf()),
+  },
   gz: {
     clean: async () => buildGzip(await buildImage('png'), { fileName: 'a.png' }),
     active: async () =>
@@ -96,7 +111,7 @@ const CASES: Readonly<Record<string, FormatCases>> = {
 };
 
 /** Families whose rebuild has not shipped: they must fail as a fault, never pass a file through. */
-const NOT_YET_REBUILT: ReadonlySet<FormatFamily> = new Set(['pdf', 'cfb', 'rtf', 'markup']);
+const NOT_YET_REBUILT: ReadonlySet<FormatFamily> = new Set(['cfb', 'rtf', 'markup']);
 
 /** Formats of rebuilt families that still fail closed: xlsb records, ods/odp conversion. */
 const NOT_YET_REBUILT_FORMATS: ReadonlySet<SupportedExtension> = new Set(['xlsb', 'ods', 'odp']);

@@ -4,6 +4,7 @@ import { archiveHandler } from './archive/handler.ts';
 import { imageHandler } from './image/rebuild.ts';
 import { odfHandler } from './odf/handler.ts';
 import { ooxmlHandler } from './ooxml/handler.ts';
+import { pdfHandler } from './pdf/handler.ts';
 import type { FormatHandler } from './types.ts';
 
 /**
@@ -31,7 +32,7 @@ function notYetSupported(family: FormatFamily): FormatHandler {
 export const HANDLERS: Readonly<Record<FormatFamily, FormatHandler>> = {
   image: imageHandler,
   archive: archiveHandler,
-  pdf: notYetSupported('pdf'),
+  pdf: pdfHandler,
   ooxml: ooxmlHandler,
   odf: odfHandler,
   cfb: notYetSupported('cfb'),

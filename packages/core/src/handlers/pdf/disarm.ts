@@ -1,0 +1,440 @@
+import {
+  PDFArray,
+  PDFDict,
+  PDFHexString,
+  PDFInvalidObject,
+  PDFName,
+  PDFRawStream,
+  PDFRef,
+  PDFStream,
+  PDFString,
+} from '@cantoo/pdf-lib';
+import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
+
+import { Rejection } from '../../_internal/rejection.ts';
+import type { FindingKind, FindingTally } from '../../findings.ts';
+import type { Deadline } from '../../limits.ts';
+import {
+  CATALOG_KEYS,
+  FDF_CATALOG_KEYS,
+  FDF_KEYS,
+  FORBIDDEN_ACTION_TYPES,
+  FORBIDDEN_ANNOTATION_SUBTYPES,
+  FORBIDDEN_KEYS,
+  FORBIDDEN_TYPES,
+  NAME_TREES_KEPT,
+  SAFE_ACTION_TYPES,
+  SAFE_ANNOTATION_SUBTYPES,
+  SAFE_NAMED_ACTIONS,
+  SCRIPT_ACTION_TYPES,
+  isSafeUri,
+} from './rules.ts';
+
+/** Deepest nesting of direct arrays and dictionaries inside one object. */
+const MAX_NESTING_DEPTH = 100;
+/** Most page-tree levels (real files use a handful). */
+const MAX_PAGE_TREE_DEPTH = 64;
+/** Items a removed subtree is searched for when counting what it held. */
+const MAX_COUNTED_ITEMS = 10_000;
+
+/** Keys dropped everywhere and the finding each counts as (not active, but hidden data). */
+const DROPPED_KEYS: ReadonlyMap<string, FindingKind> = new Map([
+  ['Metadata', 'document-metadata'],
+  ['PieceInfo', 'hidden-data'],
+]);
+
+/** The document after disarm: the objects to write, in the order they are numbered. */
+export interface DisarmedDocument {
+  /** Reachable indirect objects in breadth-first order from the catalogue (which is first). */
+  readonly objects: readonly PDFRef[];
+  readonly pageCount: number;
+  /** The page content streams (checked lexically when written). */
+  readonly contentStreams: ReadonlySet<PDFRef>;
+}
+
+const name = (value: PDFObject | undefined): string | undefined =>
+  value instanceof PDFName ? value.decodeText() : undefined;
+const key = (text: string): PDFName => PDFName.of(text);
+
+/**
+ * Walks the document from the catalogue and removes active content in place (the rules in
+ * `rules.ts`), counting what goes. Only what stays reachable from the catalogue afterwards is
+ * returned; the trailer (`/Info`, `/Encrypt`, `/ID`, `/XRefStm`) is not carried over.
+ * @throws {Rejection} `invalid_file` for a missing catalogue, a broken page tree, a reachable object
+ *   that did not parse, or nesting past {@link MAX_NESTING_DEPTH}.
+ */
+export function disarmDocument(
+  context: PDFContext,
+  findings: FindingTally,
+  deadline: Deadline,
+): DisarmedDocument {
+  // A catalogue written directly into the trailer (minimal hand-made files) becomes an object.
+  if (context.trailerInfo.Root instanceof PDFDict) {
+    context.trailerInfo.Root = context.register(context.trailerInfo.Root);
+  }
+  const rootRef = context.trailerInfo.Root;
+  if (!(rootRef instanceof PDFRef)) {
+    throw new Rejection('invalid_file', 'the PDF trailer names no document catalogue');
+  }
+  const catalog = context.lookup(rootRef);
+  if (!(catalog instanceof PDFDict) || !(catalog.get(key('Pages')) instanceof PDFRef)) {
+    throw new Rejection('invalid_file', 'the PDF has no document catalogue with a page tree');
+  }
+  if (context.trailerInfo.Info !== undefined) findings.add('document-metadata');
+  disarmCatalog(catalog, context, findings);
+  const contentStreams = new Set<PDFRef>();
+  const pageCount = countPages(context, catalog.get(key('Pages')), { deadline, contentStreams });
+
+  const walker = new Walker(context, findings, deadline);
+  const objects = walker.walk(rootRef);
+  if (!(catalog.get(key('Pages')) instanceof PDFRef)) {
+    throw new Rejection(
+      'invalid_file',
+      'the PDF page tree is not a page tree (an action stood in its place)',
+    );
+  }
+  return { objects, pageCount, contentStreams };
+}
+
+function disarmCatalog(catalog: PDFDict, context: PDFContext, findings: FindingTally): void {
+  for (const [entryKey, value] of catalog.entries()) {
+    const text = entryKey.decodeText();
+    if (CATALOG_KEYS.has(text)) continue;
+    catalog.delete(entryKey);
+    if (text === 'AA') countActions(value, context, findings);
+    else if (text === 'Metadata') findings.add('document-metadata');
+    else if (text === 'Collection') findings.add('pdf-embedded-file');
+    else findings.add('hidden-data');
+  }
+  const openAction = catalog.get(key('OpenAction'));
+  if (openAction !== undefined) {
+    const resolved = context.lookup(openAction);
+    // ISO 32000-1 7.7.2: a destination array or an action; only a go-to inside the document stays.
+    const isGoTo = resolved instanceof PDFDict && name(resolved.lookup(key('S'))) === 'GoTo';
+    if (!(resolved instanceof PDFArray) && !isGoTo) {
+      catalog.delete(key('OpenAction'));
+      countActions(openAction, context, findings, 'pdf-action');
+    } else if (isGoTo) {
+      // A kept go-to loses its chain: on open, nothing but the jump happens.
+      const next = resolved.get(key('Next'));
+      if (next !== undefined) {
+        resolved.delete(key('Next'));
+        countActions(next, context, findings, 'pdf-action');
+      }
+    }
+  }
+  const names = context.lookup(catalog.get(key('Names')));
+  if (names instanceof PDFDict) {
+    for (const [treeKey, tree] of names.entries()) {
+      const text = treeKey.decodeText();
+      if (NAME_TREES_KEPT.has(text)) continue;
+      names.delete(treeKey);
+      if (text === 'JavaScript') countActions(tree, context, findings, 'pdf-javascript');
+      else if (text === 'EmbeddedFiles')
+        findings.add('pdf-embedded-file', countFileSpecs(tree, context));
+      else if (text === 'Renditions') findings.add('pdf-action');
+      else findings.add('hidden-data');
+    }
+  } else if (catalog.has(key('Names'))) {
+    catalog.delete(key('Names'));
+    findings.add('hidden-data');
+  }
+}
+
+/** Follows the page tree (ISO 32000-1 7.7.3) with a cycle check; returns the number of pages. */
+function countPages(
+  context: PDFContext,
+  pagesRef: PDFObject | undefined,
+  { deadline, contentStreams }: { deadline: Deadline; contentStreams: Set<PDFRef> },
+): number {
+  const seen = new Set<PDFRef>();
+  let pages = 0;
+  const stack: [PDFObject | undefined, number][] = [[pagesRef, 0]];
+  while (stack.length > 0) {
+    deadline.check();
+    const [ref, depth] = stack.pop() ?? [undefined, 0];
+    if (!(ref instanceof PDFRef) || seen.has(ref) || depth > MAX_PAGE_TREE_DEPTH) {
+      throw new Rejection(
+        'invalid_file',
+        'the PDF page tree is broken (a missing, direct, repeated or too deep node)',
+      );
+    }
+    seen.add(ref);
+    const node = context.lookup(ref);
+    if (!(node instanceof PDFDict))
+      throw new Rejection('invalid_file', 'a PDF page tree node is not a dictionary');
+    const kids = context.lookup(node.get(key('Kids')));
+    if (name(node.get(key('Type'))) === 'Page' || !(kids instanceof PDFArray)) {
+      if (forbiddenKind(node) !== undefined) {
+        throw new Rejection('invalid_file', 'the PDF page tree holds an action instead of a page');
+      }
+      assertContentsPresent(node, context, contentStreams);
+      // ISO 32000-1 7.7.3.3: /Type is required; readers that insist get it.
+      node.set(key('Type'), key('Page'));
+      pages += 1;
+      continue;
+    }
+    node.set(key('Type'), key('Pages'));
+    for (const [index, kid] of kids.asArray().entries()) {
+      // Kids must be indirect (7.7.3.2); a direct page dictionary becomes an object.
+      if (kid instanceof PDFDict) {
+        const registered = context.register(kid);
+        kids.set(index, registered);
+        stack.push([registered, depth + 1]);
+      } else stack.push([kid, depth + 1]);
+    }
+  }
+  if (pages === 0) throw new Rejection('invalid_file', 'the PDF has no pages');
+  return pages;
+}
+
+/**
+ * A page whose content stream is missing (a truncated file, a damaged cross-reference) would come
+ * back blank: that is a file we cannot rebuild faithfully, so it is `invalid_file`.
+ */
+function assertContentsPresent(
+  page: PDFDict,
+  context: PDFContext,
+  contentStreams: Set<PDFRef>,
+): void {
+  const contents = page.get(key('Contents'));
+  const resolved = context.lookup(contents);
+  const refs = resolved instanceof PDFArray ? resolved.asArray() : [contents];
+  for (const ref of refs) {
+    if (ref === undefined) continue;
+    if (ref instanceof PDFRef) contentStreams.add(ref);
+    if (!(context.lookup(ref) instanceof PDFRawStream)) {
+      throw new Rejection(
+        'invalid_file',
+        "a PDF page's content stream is missing (truncated or damaged file)",
+      );
+    }
+  }
+}
+
+/** Why an object may not be kept anywhere, as the finding its removal counts; undefined if it may. */
+function forbiddenKind(dict: PDFDict): FindingKind | undefined {
+  const type = name(dict.lookup(key('Type')));
+  const action = name(dict.lookup(key('S')));
+  const subtype = name(dict.lookup(key('Subtype')));
+  if (action !== undefined && FORBIDDEN_ACTION_TYPES.has(action)) {
+    return SCRIPT_ACTION_TYPES.has(action) ? 'pdf-javascript' : 'pdf-action';
+  }
+  if (action === 'URI') {
+    const uri = dict.lookup(key('URI'));
+    // ISO 32000-1 12.6.4.7: the URI is 7-bit ASCII; read its bytes as they are, as verify does.
+    const text =
+      uri instanceof PDFString || uri instanceof PDFHexString
+        ? Buffer.from(uri.asBytes()).toString('latin1')
+        : '';
+    if (!isSafeUri(text)) return 'pdf-action';
+  }
+  if (action === 'Named' && !SAFE_NAMED_ACTIONS.has(name(dict.lookup(key('N'))) ?? ''))
+    return 'pdf-action';
+  if (type === 'Action' && !SAFE_ACTION_TYPES.has(action ?? '')) return 'pdf-action';
+  if (subtype !== undefined && FORBIDDEN_ANNOTATION_SUBTYPES.has(subtype)) {
+    return subtype === 'FileAttachment' ? 'pdf-embedded-file' : 'pdf-action';
+  }
+  if (type === 'Annot' && !SAFE_ANNOTATION_SUBTYPES.has(subtype ?? '')) return 'hidden-data';
+  if (type !== undefined && FORBIDDEN_TYPES.has(type)) {
+    return type === 'EmbeddedFile'
+      ? 'pdf-embedded-file'
+      : type === 'ObjStm' || type === 'XRef'
+        ? 'hidden-data'
+        : 'pdf-action';
+  }
+  return undefined;
+}
+
+function kindOfKey(text: string): FindingKind {
+  if (text === 'JS' || text === 'JavaScript') return 'pdf-javascript';
+  if (text === 'XFA') return 'pdf-xfa';
+  if (text === 'EmbeddedFiles' || text === 'EmbeddedFile' || text === 'EF' || text === 'RF') {
+    return 'pdf-embedded-file';
+  }
+  if (text === 'XRefStm' || text === 'Encrypt') return 'hidden-data';
+  return 'pdf-action';
+}
+
+/** Breadth-first walk from the catalogue that disarms every object it reaches. */
+class Walker {
+  readonly #context: PDFContext;
+  readonly #findings: FindingTally;
+  readonly #deadline: Deadline;
+  readonly #order: PDFRef[] = [];
+  readonly #seen = new Set<PDFRef>();
+
+  constructor(context: PDFContext, findings: FindingTally, deadline: Deadline) {
+    this.#context = context;
+    this.#findings = findings;
+    this.#deadline = deadline;
+  }
+
+  walk(root: PDFRef): PDFRef[] {
+    this.#seen.add(root);
+    this.#order.push(root);
+    for (let index = 0; index < this.#order.length; index += 1) {
+      if (index % 256 === 0) this.#deadline.check();
+      const ref = this.#order[index];
+      if (!ref) break;
+      const object = this.#context.lookup(ref);
+      if (object instanceof PDFInvalidObject) {
+        throw new Rejection('invalid_file', `PDF object ${ref.objectNumber} does not parse`);
+      }
+      if (object instanceof PDFStream && !(object instanceof PDFRawStream)) {
+        throw new TypeError('the PDF parser returned a stream that is not raw');
+      }
+      const container = object instanceof PDFRawStream ? object.dict : object;
+      if (container instanceof PDFDict || container instanceof PDFArray) this.#disarm(container, 0);
+    }
+    return this.#order;
+  }
+
+  /** Disarms one direct dictionary or array and what it holds directly; queues references. */
+  #disarm(container: PDFDict | PDFArray, depth: number): void {
+    if (depth > MAX_NESTING_DEPTH) {
+      throw new Rejection(
+        'invalid_file',
+        `a PDF object nests deeper than ${MAX_NESTING_DEPTH} levels`,
+      );
+    }
+    if (container instanceof PDFDict) {
+      for (const [entryKey, value] of container.entries()) {
+        const text = entryKey.decodeText();
+        if (FORBIDDEN_KEYS.has(text)) {
+          container.delete(entryKey);
+          if (text === 'AA') countActions(value, this.#context, this.#findings);
+          else this.#findings.add(kindOfKey(text));
+          continue;
+        }
+        const dropped = DROPPED_KEYS.get(text);
+        if (dropped) {
+          container.delete(entryKey);
+          this.#findings.add(dropped);
+          continue;
+        }
+        if (!this.#keep(value, depth)) container.delete(entryKey);
+      }
+      return;
+    }
+    for (let index = container.size() - 1; index >= 0; index -= 1) {
+      if (!this.#keep(container.get(index), depth)) container.remove(index);
+    }
+  }
+
+  /** Checks one value; false when it must be removed from its container (counted). */
+  #keep(value: PDFObject, depth: number): boolean {
+    const resolved = value instanceof PDFRef ? this.#context.lookup(value) : value;
+    if (value instanceof PDFRef && resolved === undefined) {
+      // ISO 32000-1 7.3.10: a reference to a missing object is null; we drop the entry.
+      return false;
+    }
+    const dict = resolved instanceof PDFRawStream ? resolved.dict : resolved;
+    if (dict instanceof PDFDict) {
+      const kind = forbiddenKind(dict);
+      if (kind !== undefined) {
+        this.#findings.add(kind);
+        return false;
+      }
+    }
+    if (value instanceof PDFRef) {
+      if (!this.#seen.has(value)) {
+        this.#seen.add(value);
+        this.#order.push(value);
+      }
+      return true;
+    }
+    if (value instanceof PDFDict || value instanceof PDFArray) this.#disarm(value, depth + 1);
+    return true;
+  }
+}
+
+/**
+ * Counts the actions inside a removed value (an `/AA` dictionary, a name tree, an action chain):
+ * script actions as `pdf-javascript`, the others as `pdf-action`; at least one `fallback`.
+ */
+function countActions(
+  value: PDFObject,
+  context: PDFContext,
+  findings: FindingTally,
+  fallback: FindingKind = 'pdf-action',
+): void {
+  let counted = 0;
+  walkRemoved(value, context, (dict) => {
+    const action = name(dict.lookup(key('S')));
+    if (action === undefined) return;
+    findings.add(SCRIPT_ACTION_TYPES.has(action) ? 'pdf-javascript' : 'pdf-action');
+    counted += 1;
+  });
+  if (counted === 0) findings.add(fallback);
+}
+
+function countFileSpecs(value: PDFObject, context: PDFContext): number {
+  let count = 0;
+  walkRemoved(value, context, (dict) => {
+    if (dict.has(key('EF'))) count += 1;
+  });
+  return Math.max(1, count);
+}
+
+/** Visits every dictionary under a removed value, bounded and cycle-safe. */
+function walkRemoved(value: PDFObject, context: PDFContext, visit: (dict: PDFDict) => void): void {
+  const seen = new Set<PDFObject>();
+  const stack: PDFObject[] = [value];
+  while (stack.length > 0 && seen.size < MAX_COUNTED_ITEMS) {
+    const item = stack.pop();
+    if (item === undefined || seen.has(item)) continue;
+    seen.add(item);
+    const resolved = item instanceof PDFRef ? context.lookup(item) : item;
+    const dict = resolved instanceof PDFRawStream ? resolved.dict : resolved;
+    if (dict instanceof PDFDict) {
+      visit(dict);
+      for (const [entryKey, child] of dict.entries()) {
+        // Parents and pages point back up the tree; counting stops at them.
+        if (['Parent', 'P', 'Dest', 'D'].includes(entryKey.decodeText())) continue;
+        stack.push(child);
+      }
+    } else if (dict instanceof PDFArray) {
+      stack.push(...dict.asArray());
+    }
+  }
+}
+
+/**
+ * FDF (ISO 32000-1 12.7.7): the catalogue's `/FDF` dictionary keeps field values and
+ * annotations (keys on an allowlist); script, embedded FDFs and page templates go, and every
+ * object reached is disarmed by the same rules as a PDF.
+ * @throws {Rejection} `invalid_file` without a catalogue holding an `/FDF` dictionary.
+ */
+export function disarmFdf(
+  context: PDFContext,
+  findings: FindingTally,
+  deadline: Deadline,
+): DisarmedDocument {
+  if (context.trailerInfo.Root instanceof PDFDict) {
+    context.trailerInfo.Root = context.register(context.trailerInfo.Root);
+  }
+  const rootRef = context.trailerInfo.Root;
+  const catalog = context.lookup(rootRef);
+  const fdf = catalog instanceof PDFDict ? context.lookup(catalog.get(key('FDF'))) : undefined;
+  if (!(rootRef instanceof PDFRef) || !(catalog instanceof PDFDict) || !(fdf instanceof PDFDict)) {
+    throw new Rejection('invalid_file', 'the FDF has no catalogue with an /FDF dictionary');
+  }
+  if (context.trailerInfo.Info !== undefined) findings.add('document-metadata');
+  for (const [dict, allowed] of [
+    [catalog, FDF_CATALOG_KEYS],
+    [fdf, FDF_KEYS],
+  ] as const) {
+    for (const [entryKey, value] of dict.entries()) {
+      const text = entryKey.decodeText();
+      if (allowed.has(text)) continue;
+      dict.delete(entryKey);
+      if (text === 'JavaScript' || text === 'AA') {
+        countActions(value, context, findings, 'pdf-javascript');
+      } else if (text === 'EmbeddedFDFs') findings.add('pdf-embedded-file');
+      else findings.add('hidden-data');
+    }
+  }
+  const objects = new Walker(context, findings, deadline).walk(rootRef);
+  return { objects, pageCount: 0, contentStreams: new Set() };
+}

@@ -1,0 +1,107 @@
+import { PDFDocument, ParseSpeeds } from '@cantoo/pdf-lib';
+
+import { Rejection } from '../../_internal/rejection.ts';
+import { FindingTally } from '../../findings.ts';
+import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
+import { disarmDocument, disarmFdf } from './disarm.ts';
+import { StreamBudget } from './streams.ts';
+import { verifyPdf } from './verify.ts';
+import { writePdf } from './write.ts';
+
+/** Where a PDF header may start (ISO 32000-1 7.5.2; readers accept junk before it, as detect does). */
+const HEADER_WINDOW_BYTES = 1024;
+/** Most indirect objects one PDF may declare (a 100 MB file of tiny objects stays under it). */
+const MAX_PDF_OBJECTS = 2_000_000;
+
+/**
+ * PDF and FDF: parsed (damaged cross-references recovered by scanning, empty-user-password encryption
+ * removed), disarmed by walking from the catalogue (`disarm.ts`), and written anew (`write.ts`):
+ * only reachable objects, no history, every stream re-encoded, a content-derived `/ID`.
+ */
+export const pdfHandler: FormatHandler = {
+  family: 'pdf',
+  rebuild(input, context) {
+    return rebuildPdf(input, context);
+  },
+  verify: verifyPdf,
+};
+
+async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
+  const bytes = input.bytes;
+  const header = input.format.kind === 'fdf' ? 'FDF' : 'PDF';
+  const start = Buffer.from(
+    bytes.buffer,
+    bytes.byteOffset,
+    Math.min(bytes.length, HEADER_WINDOW_BYTES + 8),
+  ).indexOf(`%${header}-`);
+  if (start < 0) throw new Rejection('invalid_file', `no ${header} header in the first 1024 bytes`);
+  const findings = new FindingTally();
+  findings.add('hidden-data', start > 0 ? 1 : 0);
+  let body = bytes.subarray(start);
+  if (header === 'FDF') {
+    // FDF shares PDF's syntax (ISO 32000-1 12.7.7); the parser only knows the PDF header.
+    body = Buffer.concat([Buffer.from('%PDF-'), body.subarray(5)]);
+  }
+  if (!/^%PDF-\d\.\d/.test(Buffer.from(body.subarray(0, 8)).toString('latin1'))) {
+    // A header without a version ("%PDF-" then anything, as minimal hand-made files have it):
+    // the parser needs one; objects are found by scanning, so shifted offsets do not matter.
+    body = Buffer.concat([Buffer.from('%PDF-1.4\n'), body.subarray(5)]);
+  }
+  const versionMatch = /^%PDF-(1\.[0-7]|2\.0)/.exec(
+    Buffer.from(body.subarray(0, 8)).toString('latin1'),
+  );
+
+  const document = await context.deadline.race(loadPdf(body));
+  if (document.isEncrypted) {
+    throw new Rejection('password_protected', 'the PDF is encrypted and needs a password to open');
+  }
+  const pdfContext = document.context;
+  if (pdfContext.largestObjectNumber > MAX_PDF_OBJECTS) {
+    throw new Rejection(
+      'file_too_large',
+      `the PDF declares ${pdfContext.largestObjectNumber} objects; the limit is ${MAX_PDF_OBJECTS}`,
+    );
+  }
+  const disarmed =
+    header === 'FDF'
+      ? disarmFdf(pdfContext, findings, context.deadline)
+      : disarmDocument(pdfContext, findings, context.deadline);
+  context.deadline.check();
+  const output = writePdf({
+    context: pdfContext,
+    objects: disarmed.objects,
+    version: versionMatch?.[1] ?? (header === 'FDF' ? '1.2' : '1.7'),
+    budget: new StreamBudget(context),
+    header,
+    contentStreams: disarmed.contentStreams,
+  });
+  if (output.length > context.limits.maxBytes) {
+    throw new Rejection('file_too_large', 'the rebuilt PDF is larger than the size ceiling');
+  }
+  return { bytes: output, findings: findings.toArray() };
+}
+
+async function loadPdf(bytes: Uint8Array): Promise<PDFDocument> {
+  try {
+    return await PDFDocument.load(bytes, {
+      // An empty user password opens permissions-only files (ISO 32000-1 7.6.3.3); any other
+      // encrypted file needs a password we do not have.
+      password: '',
+      updateMetadata: false,
+      throwOnInvalidObject: false,
+      parseSpeed: ParseSpeeds.Fastest,
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/password/i.test(message)) {
+      throw new Rejection('password_protected', 'the PDF needs a password to open');
+    }
+    if (/encrypt|security handler|crypt/i.test(message)) {
+      throw new Rejection(
+        'password_protected',
+        'the PDF is encrypted in a way that needs a key we do not have',
+      );
+    }
+    throw new Rejection('invalid_file', `the PDF does not parse: ${message.slice(0, 200)}`);
+  }
+}

@@ -1,0 +1,613 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
+
+import {
+  buildFdf,
+  buildRawPdf,
+  buildTextPdf,
+  findPdfActiveContent,
+  qpdfObjects,
+} from '@disarm/fixtures';
+import type { RawPdfObject } from '@disarm/fixtures';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+import { disarm } from '../../disarm.ts';
+import type { FindingKind } from '../../findings.ts';
+import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import { VerifyFailure } from '../types.ts';
+import type { DetectedFile, EngineContext } from '../types.ts';
+import { verifyPdf } from './verify.ts';
+
+const DIR = mkdtempSync(join(tmpdir(), 'disarm-pdf-'));
+let counter = 0;
+
+beforeAll(() => {
+  // The independent readers (Debian qpdf and poppler-utils) are installed by this script.
+  execFileSync('bash', [join(import.meta.dirname, '../../../../../scripts/ensure-system-deps.sh')]);
+});
+
+function file(bytes: Uint8Array, suffix = '.pdf'): string {
+  counter += 1;
+  const path = join(DIR, `${counter}${suffix}`);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+function cleaned(outcome: Outcome): CleanedOutcome {
+  if (outcome.status !== 'cleaned') {
+    throw new Error(
+      `expected cleaned, got ${outcome.status}: ${'detail' in outcome ? outcome.detail : ''}`,
+    );
+  }
+  return outcome;
+}
+
+const kinds = (outcome: CleanedOutcome): Partial<Record<FindingKind, number>> =>
+  Object.fromEntries(outcome.findings.map((finding) => [finding.kind, finding.count]));
+
+/** `qpdf --check` exit status: 0 clean, 3 warnings only; 2 is an error. */
+function qpdfCheck(bytes: Uint8Array): number {
+  return spawnSync('qpdf', ['--check', file(bytes)]).status ?? -1;
+}
+
+/** What qpdf (an independent reader) still finds of the removed content; empty when none. */
+const activeContent = (bytes: Uint8Array): string[] => findPdfActiveContent(file(bytes));
+
+function text(bytes: Uint8Array): string {
+  return execFileSync('pdftotext', ['-layout', file(bytes), '-']).toString();
+}
+
+/** Fraction of pixels that differ between the renders of every page of two PDFs. */
+function pixelDifference(a: Uint8Array, b: Uint8Array): number {
+  const render = (bytes: Uint8Array): Buffer[] => {
+    const prefix = join(DIR, `render-${(counter += 1)}`);
+    execFileSync('pdftoppm', ['-r', '36', '-gray', file(bytes), prefix]);
+    return execFileSync('bash', ['-c', `ls ${prefix}*.pgm`])
+      .toString()
+      .trim()
+      .split('\n')
+      .map((path) => readFileSync(path));
+  };
+  const pagesA = render(a);
+  const pagesB = render(b);
+  expect(pagesB.length).toBe(pagesA.length);
+  let differing = 0;
+  let total = 0;
+  pagesA.forEach((page, index) => {
+    const other = pagesB[index] ?? Buffer.alloc(0);
+    expect(other.length).toBe(page.length);
+    for (let i = 0; i < page.length; i += 1) if (page[i] !== other[i]) differing += 1;
+    total += page.length;
+  });
+  return differing / total;
+}
+
+const run = (bytes: Uint8Array, name = 'f.pdf', limits = {}): Promise<Outcome> =>
+  disarm({ bytes, fileName: name }, { limits });
+
+/** Asserts what every rebuilt PDF must satisfy, read by independent tools. */
+async function expectSafeRebuild(input: Uint8Array, output: Uint8Array): Promise<void> {
+  expect(activeContent(output)).toEqual([]);
+  expect([0, 3]).toContain(qpdfCheck(output));
+  expect(text(output)).toBe(text(input));
+  expect(pixelDifference(input, output)).toBeLessThanOrEqual(0.01);
+  const again = cleaned(await run(output));
+  expect(again.findings).toEqual([]);
+  expect(Buffer.compare(Buffer.from(again.bytes), Buffer.from(output))).toBe(0);
+}
+
+const JS =
+  '<< /S /JavaScript /JS (app.alert\\(1\\); this.exportDataObject\\({cName: "x", nLaunch: 2}\\)) >>';
+const link = (action: string): string =>
+  `<< /Type /Annot /Subtype /Link /Rect [72 600 300 650] /Border [0 0 0] /A ${action} >>`;
+const annots = (...nums: number[]): string =>
+  `/Annots [${nums.map((num) => `${num} 0 R`).join(' ')}]`;
+
+interface ActiveCase {
+  readonly name: string;
+  readonly pdf: () => Buffer;
+  readonly kinds: Partial<Record<FindingKind, number>>;
+}
+
+const ACTIVE: readonly ActiveCase[] = [
+  {
+    name: 'document JavaScript in /OpenAction',
+    pdf: () => buildTextPdf({ catalog: `/OpenAction ${JS}` }),
+    kinds: { 'pdf-javascript': 1 },
+  },
+  {
+    name: 'the /Names JavaScript tree',
+    pdf: () =>
+      buildTextPdf({
+        catalog: '/Names << /JavaScript 100 0 R >>',
+        objects: [
+          { num: 100, body: `<< /Names [(init) ${JS} (two) 101 0 R] >>` },
+          { num: 101, body: JS },
+        ],
+      }),
+    kinds: { 'pdf-javascript': 2 },
+  },
+  {
+    name: 'catalogue, page, annotation and field /AA',
+    pdf: () =>
+      buildTextPdf({
+        catalog: `/AA << /WC ${JS} /WS ${JS} >> /AcroForm << /Fields [100 0 R] >>`,
+        page: `/AA << /O ${JS} >> ${annots(100)}`,
+        objects: [
+          {
+            num: 100,
+            body: `<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /V (Alice) /Rect [72 500 300 520] /AA << /K ${JS} /F << /S /Launch /F (cmd.exe) >> >> >>`,
+          },
+        ],
+      }),
+    kinds: { 'pdf-javascript': 4, 'pdf-action': 1 },
+  },
+  {
+    name: 'Launch, SubmitForm, ImportData, GoToR, GoToE and a javascript: URI on links',
+    pdf: () =>
+      buildTextPdf({
+        page: annots(100, 101, 102, 103, 104, 105, 106),
+        objects: [
+          { num: 100, body: link('<< /S /Launch /Win << /F (cmd.exe) /P (/c calc) >> >>') },
+          {
+            num: 101,
+            body: link('<< /S /SubmitForm /F << /FS /URL /F (https://evil.test/) >> >>'),
+          },
+          { num: 102, body: link('<< /S /ImportData /F (data.fdf) >>') },
+          { num: 103, body: link('<< /S /GoToR /F (other.pdf) /D [0 /Fit] >>') },
+          { num: 104, body: link('<< /S /GoToE /T << /R /C /N (x) >> >>') },
+          { num: 105, body: link('<< /S /URI /URI (javascript:alert\\(1\\)) >>') },
+          { num: 106, body: link('<< /S /URI /URI (https://example.com/ok) >>') },
+        ],
+      }),
+    kinds: { 'pdf-action': 6 },
+  },
+  {
+    name: 'actions hidden in /Next chains and arrays, behind a kept go-to',
+    pdf: () =>
+      buildTextPdf({
+        page: annots(100),
+        objects: [
+          {
+            num: 100,
+            body: link(
+              `<< /S /GoTo /D [10 0 R /Fit] /Next [${JS} << /S /Hide /T (x) /Next << /S /SetOCGState /State [] >> >> 101 0 R] >>`,
+            ),
+          },
+          { num: 101, body: '<< /S /Rendition /OP 0 >>' },
+        ],
+      }),
+    kinds: { 'pdf-javascript': 1, 'pdf-action': 2 },
+  },
+  {
+    name: 'embedded files and a file attachment annotation',
+    pdf: () =>
+      buildTextPdf({
+        catalog: '/Names << /EmbeddedFiles << /Names [(evil.exe) 100 0 R] >> >>',
+        page: annots(102),
+        objects: [
+          { num: 100, body: '<< /Type /Filespec /F (evil.exe) /EF << /F 101 0 R >> >>' },
+          { num: 101, body: '<< /Type /EmbeddedFile >>', stream: 'MZ payload' },
+          {
+            num: 102,
+            body: '<< /Type /Annot /Subtype /FileAttachment /Rect [0 0 10 10] /FS 100 0 R >>',
+          },
+        ],
+      }),
+    kinds: { 'pdf-embedded-file': 2 },
+  },
+  {
+    name: 'RichMedia, 3D, Screen, Movie and Sound annotations',
+    pdf: () =>
+      buildTextPdf({
+        page: annots(100, 101, 102, 103, 104),
+        objects: ['RichMedia', '3D', 'Screen', 'Movie', 'Sound'].map((subtype, index) => ({
+          num: 100 + index,
+          body: `<< /Type /Annot /Subtype /${subtype} /Rect [0 0 10 10] >>`,
+        })),
+      }),
+    kinds: { 'pdf-action': 5 },
+  },
+  {
+    name: 'XFA (AcroForm fields, values and appearances kept)',
+    pdf: () =>
+      buildTextPdf({
+        catalog: '/AcroForm << /Fields [100 0 R] /XFA 101 0 R >> /NeedsRendering true',
+        page: annots(100),
+        objects: [
+          {
+            num: 100,
+            body: '<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /V (Alice) /Rect [72 500 300 520] /AP << /N 102 0 R >> >>',
+          },
+          { num: 101, body: '<< >>', stream: '<xdp:xdp><script>app.alert(1)</script></xdp:xdp>' },
+          {
+            num: 102,
+            body: '<< /Type /XObject /Subtype /Form /BBox [0 0 228 20] >>',
+            stream: '0 0 1 rg 0 0 228 20 re f',
+          },
+        ],
+      }),
+    kinds: { 'pdf-xfa': 1, 'hidden-data': 1 },
+  },
+  {
+    name: 'names written with #xx escapes',
+    pdf: () =>
+      buildTextPdf({
+        catalog: '/Open#41ction << /#53 /Java#53cript /J#53 (app.alert\\(1\\)) >>',
+        page: `/#41A << /O << /S /#4caunch /F (calc.exe) >> >>`,
+      }),
+    kinds: { 'pdf-javascript': 1, 'pdf-action': 1 },
+  },
+  {
+    name: 'indirect action dictionaries and an indirect action type',
+    pdf: () =>
+      buildTextPdf({
+        catalog: '/OpenAction 100 0 R',
+        page: annots(102),
+        objects: [
+          { num: 100, body: '<< /S 101 0 R /JS 103 0 R >>' },
+          { num: 101, body: '/JavaScript' },
+          { num: 102, body: link('100 0 R') },
+          { num: 103, body: '<< >>', stream: deflateSync('app.alert(1)') },
+        ],
+      }),
+    kinds: { 'pdf-javascript': 2 },
+  },
+  {
+    name: 'JavaScript inside a compressed object stream with a cross-reference stream',
+    pdf: () =>
+      buildTextPdf({
+        catalog: `/OpenAction 100 0 R`,
+        objects: [{ num: 100, body: JS }],
+        layout: { compressed: [1, 100], xref: 'stream' },
+      }),
+    kinds: { 'pdf-javascript': 1 },
+  },
+  {
+    name: 'JavaScript added by an incremental update',
+    pdf: () =>
+      buildTextPdf({
+        layout: {
+          updates: [
+            { objects: [{ num: 1, body: `<< /Type /Catalog /Pages 2 0 R /OpenAction ${JS} >>` }] },
+          ],
+        },
+      }),
+    kinds: { 'pdf-javascript': 1 },
+  },
+];
+
+describe('the PDF rebuild', () => {
+  it('rebuilds a clean PDF unchanged in text and pixels, with nothing to report', async () => {
+    const input = buildTextPdf({ pages: ['First page', 'Second page (with parentheses)'] });
+    const outcome = cleaned(await run(input));
+    expect(outcome.findings).toEqual([]);
+    await expectSafeRebuild(input, outcome.bytes);
+  });
+
+  describe.each(ACTIVE)('removes $name', ({ pdf, kinds: expected }) => {
+    it('and counts it; qpdf finds none of it; text, pixels and idempotence hold', async () => {
+      const input = pdf();
+      expect(activeContent(input).length + (input.includes('ObjStm') ? 1 : 0)).toBeGreaterThan(0);
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toMatchObject(expected);
+      await expectSafeRebuild(input, outcome.bytes);
+    });
+  });
+
+  it('keeps plain go-to links, https links, field values and appearances', async () => {
+    const input = buildTextPdf({
+      catalog: '/OpenAction [10 0 R /Fit] /AcroForm << /Fields [100 0 R] /XFA (x) >>',
+      page: annots(100, 101, 102),
+      objects: [
+        {
+          num: 100,
+          body: '<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /V (Alice) /Rect [72 500 300 520] >>',
+        },
+        { num: 101, body: link('<< /S /GoTo /D [10 0 R /Fit] >>') },
+        { num: 102, body: link('<< /S /URI /URI (https://example.com/) >>') },
+      ],
+    });
+    const output = cleaned(await run(input)).bytes;
+    const json = JSON.stringify(qpdfObjects(file(output)));
+    expect(json).toContain('"/OpenAction"');
+    expect(json).toContain('"/V":"u:Alice"');
+    expect(json).toContain('"/S":"/GoTo"');
+    expect(json).toContain('"/URI":"u:https://example.com/"');
+  });
+
+  it('is deterministic: the same input gives the same bytes, with a content-derived /ID', async () => {
+    const input = buildTextPdf({
+      catalog: `/OpenAction ${JS}`,
+      trailer: '/ID [<01> <02>] /Info << /Author (me) >>',
+    });
+    const first = cleaned(await run(input));
+    const second = cleaned(await run(input));
+    expect(Buffer.compare(Buffer.from(first.bytes), Buffer.from(second.bytes))).toBe(0);
+    const trailer = Buffer.from(first.bytes).toString('latin1');
+    expect(trailer).toMatch(/\/ID \[<[0-9a-f]{32}> <[0-9a-f]{32}>\]/);
+    expect(trailer).not.toContain('/Info');
+    expect(kinds(first)).toMatchObject({ 'document-metadata': 1 });
+  });
+
+  it('writes only reachable objects, no history and nothing around the file', async () => {
+    const input = buildTextPdf({
+      objects: [{ num: 100, body: '<< /Orphan (secret) >>' }],
+      layout: {
+        prefix: 'MZ\0\0junk before the header',
+        suffix: 'trailing payload',
+        updates: [
+          { objects: [{ num: 3, body: '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>' }] },
+        ],
+      },
+    });
+    const output = Buffer.from(cleaned(await run(input)).bytes);
+    expect(output.subarray(0, 5).toString()).toBe('%PDF-');
+    expect(output.toString('latin1').endsWith('%%EOF\n')).toBe(true);
+    expect(output.toString('latin1').match(/%%EOF/g)).toHaveLength(1);
+    expect(output.includes('secret')).toBe(false);
+    expect(output.includes('trailing payload')).toBe(false);
+    expect(qpdfCheck(output)).toBe(0);
+  });
+
+  describe('encryption', () => {
+    const plain = buildTextPdf({ pages: ['Encrypted text'], catalog: `/OpenAction ${JS}` });
+    it.each([
+      ['RC4 40-bit', ['--allow-weak-crypto', '--encrypt', '', 'owner', '40']],
+      ['RC4 128-bit', ['--allow-weak-crypto', '--encrypt', '', 'owner', '128', '--use-aes=n']],
+      ['AES-128', ['--encrypt', '', 'owner', '128', '--use-aes=y']],
+      ['AES-256', ['--encrypt', '', 'owner', '256']],
+    ])('decrypts %s with an empty user password and rebuilds unencrypted', async (_, args) => {
+      const encrypted = file(new Uint8Array());
+      execFileSync('qpdf', [...args, '--', file(plain), encrypted]);
+      const input = readFileSync(encrypted);
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'pdf-javascript': 1 });
+      expect(execFileSync('qpdf', ['--show-encryption', file(outcome.bytes)]).toString()).toContain(
+        'File is not encrypted',
+      );
+      expect(text(outcome.bytes)).toBe(text(plain));
+      expect(activeContent(outcome.bytes)).toEqual([]);
+    });
+
+    it('rejects a PDF that needs a user password as password_protected', async () => {
+      const encrypted = file(new Uint8Array());
+      execFileSync('qpdf', ['--encrypt', 'secret', 'owner', '256', '--', file(plain), encrypted]);
+      const outcome = await run(readFileSync(encrypted));
+      expect(outcome).toMatchObject({ status: 'rejected' });
+      expect(['password_protected']).toContain((outcome as { reason?: string }).reason);
+    });
+  });
+
+  describe('damage and abuse', () => {
+    it('repairs a broken or missing cross-reference table', async () => {
+      for (const xref of ['broken', 'none'] as const) {
+        const input = buildTextPdf({ layout: { xref } });
+        const output = cleaned(await run(input)).bytes;
+        expect(qpdfCheck(output)).toBe(0);
+        expect(text(output)).toContain('Hello, world');
+      }
+    });
+
+    it('recovers a catalogue written into the trailer, a direct page and a missing /Type', async () => {
+      const content = 'BT /F1 24 Tf 72 700 Td (Sloppy) Tj ET';
+      const input = buildRawPdf({
+        version: '1.4',
+        objects: [
+          {
+            num: 1,
+            body: '<< /Kids [<< /Parent 1 0 R /MediaBox [0 0 612 792] /Contents 2 0 R /Resources << /Font << /F1 3 0 R >> >> >>] /Count 1 >>',
+          },
+          { num: 2, body: '<< >>', stream: content },
+          { num: 3, body: '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>' },
+        ],
+        trailer: '/Root << /Pages 1 0 R /OpenAction << /S /JavaScript /JS (app.alert\\(1\\)) >> >>',
+        xref: 'none',
+      });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toMatchObject({ 'pdf-javascript': 1 });
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(text(outcome.bytes)).toContain('Sloppy');
+    });
+
+    it('rejects a page tree that is an action as invalid_file', async () => {
+      const input = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R /OpenAction 2 0 R >>' },
+          { num: 2, body: '<< /S /JavaScript /JS (app.alert\\(1\\)) >>' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    });
+
+    it('rejects a page whose content stream has an unbalanced string as invalid_file', async () => {
+      const broken = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+          },
+          { num: 4, body: '<< >>', stream: 'BT /F1 12 Tf (a) Tj b) Tj ET' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      expect(await run(broken)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      // Inline image data may hold any byte, ")" included (ISO 32000-1 8.9.7).
+      const inlineImage = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+          },
+          {
+            num: 4,
+            body: '<< >>',
+            stream: 'q 10 0 0 10 72 700 cm BI /W 2 /H 1 /CS /G /BPC 8 ID )( EI Q',
+          },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      expect(cleaned(await run(inlineImage)).findings).toEqual([]);
+    });
+
+    it('rejects a file cut before its catalogue and pages as invalid_file', async () => {
+      const input = buildTextPdf();
+      const outcome = await run(input.subarray(0, 40));
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    });
+
+    it('rejects a flate bomb inside a stream as file_too_large', async () => {
+      const bomb = deflateSync(Buffer.alloc(8 * 1024 * 1024), { level: 9 });
+      const input = buildTextPdf({
+        page: '/Resources << /XObject << /X 100 0 R >> >>',
+        objects: [
+          {
+            num: 100,
+            body: '<< /Type /XObject /Subtype /Form /BBox [0 0 1 1] /Filter /FlateDecode >>',
+            stream: bomb,
+          },
+        ],
+      });
+      const outcome = await run(input, 'f.pdf', { maxBytes: 4 * 1024 * 1024 });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    });
+
+    it('rejects a recursive page tree and absurd nesting as invalid_file, without hanging', async () => {
+      const recursive = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          { num: 3, body: '<< /Type /Pages /Kids [2 0 R] /Count 1 >>' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      expect(await run(recursive)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      const deep = buildTextPdf({
+        catalog: `/Deep ${'['.repeat(5000)}${']'.repeat(5000)}`,
+        page: `/X ${'['.repeat(5000)}${']'.repeat(5000)}`,
+      });
+      expect(await run(deep)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    });
+
+    it('survives reference cycles between actions', async () => {
+      const input = buildTextPdf({
+        page: annots(100),
+        objects: [
+          { num: 100, body: link('101 0 R') },
+          { num: 101, body: '<< /S /GoTo /D [10 0 R /Fit] /Next 102 0 R >>' },
+          { num: 102, body: '<< /S /GoTo /D [10 0 R /Fit] /Next 101 0 R >>' },
+        ] satisfies RawPdfObject[],
+      });
+      const output = cleaned(await run(input)).bytes;
+      expect(qpdfCheck(output)).toBe(0);
+    });
+
+    it('rejects a stream with an unknown filter as invalid_file (README rule)', async () => {
+      const input = buildTextPdf({
+        page: '/Resources << /XObject << /X 100 0 R >> >>',
+        objects: [
+          {
+            num: 100,
+            body: '<< /Type /XObject /Subtype /Form /BBox [0 0 1 1] /Filter /Evil >>',
+            stream: 'x',
+          },
+        ],
+      });
+      expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    });
+  });
+
+  it('honours an organisation policy that rejects a kind', async () => {
+    const outcome = await disarm(
+      { bytes: buildTextPdf({ catalog: `/OpenAction ${JS}` }), fileName: 'f.pdf' },
+      { policy: { 'pdf-javascript': 'reject' } },
+    );
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+});
+
+describe('the FDF rebuild', () => {
+  it('keeps field values and removes script, actions, embedded FDFs and attachments', async () => {
+    const input = buildFdf({
+      fields: { name: 'Alice', city: 'Paris' },
+      field: `/AA << /K ${JS} >> /A << /S /Launch /F (calc.exe) >>`,
+      fdf: `/JavaScript << /Before (app.alert\\(1\\)) /Doc [(x) ${JS}] >> /EmbeddedFDFs [100 0 R] /Annots [101 0 R]`,
+      objects: [
+        { num: 100, body: '<< /Type /Filespec /F (x.fdf) /EF << /F 102 0 R >> >>' },
+        {
+          num: 101,
+          body: '<< /Type /Annot /Subtype /FileAttachment /Page 0 /Rect [0 0 9 9] /FS 100 0 R >>',
+        },
+        { num: 102, body: '<< /Type /EmbeddedFile >>', stream: '%FDF-1.2 payload' },
+      ],
+    });
+    expect(findPdfActiveContent(file(input, '.fdf')).length).toBeGreaterThan(0);
+    const outcome = cleaned(await run(input, 'f.fdf'));
+    expect(kinds(outcome)).toMatchObject({
+      'pdf-javascript': 3,
+      'pdf-action': 2,
+      'pdf-embedded-file': 2,
+    });
+    const output = Buffer.from(outcome.bytes);
+    expect(output.subarray(0, 9).toString()).toBe('%FDF-1.2\n');
+    expect(findPdfActiveContent(file(output, '.fdf'))).toEqual([]);
+    const json = JSON.stringify(qpdfObjects(file(output, '.fdf')));
+    expect(json).toContain('"/V":"u:Alice"');
+    expect(json).toContain('"/V":"u:Paris"');
+    const again = cleaned(await run(output, 'f.fdf'));
+    expect(again.findings).toEqual([]);
+    expect(Buffer.compare(Buffer.from(again.bytes), output)).toBe(0);
+  });
+
+  it('rejects an FDF without its catalogue as invalid_file', async () => {
+    const input = buildFdf();
+    const outcome = await run(input.subarray(0, input.indexOf('1 0 obj')), 'f.fdf');
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+});
+
+describe('verify before release for PDF', () => {
+  const context = {} as EngineContext;
+  const input = {} as DetectedFile;
+  const checkOf = async (bytes: Uint8Array): Promise<string | undefined> => {
+    try {
+      await verifyPdf({ bytes, findings: [] }, input, context);
+      return undefined;
+    } catch (error) {
+      if (error instanceof VerifyFailure) return error.check;
+      throw error;
+    }
+  };
+
+  it('accepts what the rebuild writes', async () => {
+    const output = cleaned(await run(buildTextPdf())).bytes;
+    expect(await checkOf(output)).toBeUndefined();
+  });
+
+  it('fails an output with script, actions, embedded files, XFA or bytes after the end', async () => {
+    const output = Buffer.from(cleaned(await run(buildTextPdf())).bytes);
+    const edit = (from: string, to: string): Buffer =>
+      Buffer.from(output.toString('latin1').replace(from, to.padEnd(from.length, ' ')), 'latin1');
+    const withFont = (replacement: string): Buffer => edit('/BaseFont /Helvetica', replacement);
+    expect(await checkOf(withFont('/JS (x)'))).toBe('pdf.no-javascript');
+    expect(await checkOf(withFont('/S /Launch'))).toBe('pdf.no-actions');
+    expect(await checkOf(withFont('/AA << >>'))).toBe('pdf.no-actions');
+    expect(await checkOf(withFont('/EF << >>'))).toBe('pdf.no-embedded-files');
+    expect(await checkOf(withFont('/XFA 0'))).toBe('pdf.no-xfa');
+    expect(await checkOf(withFont('/Java#53cript 0'))).toBe('pdf.no-javascript');
+    expect(await checkOf(edit('/Type /Font', '/Type /3D'))).toBe('pdf.no-active-annotations');
+    expect(await checkOf(edit('/Subtype /Type1', '/Subtype /Sound'))).toBe(
+      'pdf.no-active-annotations',
+    );
+    expect(await checkOf(Buffer.concat([output, Buffer.from('tail')]))).toBe('pdf.structure');
+    expect(await checkOf(output.subarray(0, output.length - 30))).toBe('pdf.structure');
+  });
+});

@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+
+import { PDFArray, PDFDict, PDFRawStream, PDFRef } from '@cantoo/pdf-lib';
+import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
+
+import { assertContentSyntax } from './content.ts';
+import type { StreamBudget } from './streams.ts';
+import { rebuildStream } from './streams.ts';
+
+/** Options of {@link writePdf}. */
+export interface WriteOptions {
+  readonly context: PDFContext;
+  /** The objects to write, catalogue first; they are renumbered 1..n in this order. */
+  readonly objects: readonly PDFRef[];
+  /** Header version, e.g. `1.7`. */
+  readonly version: string;
+  /** `PDF`, or `FDF` for form data (ISO 32000-1 12.7.7.1: `%FDF-`). @default 'PDF' */
+  readonly header?: 'PDF' | 'FDF';
+  readonly budget: StreamBudget;
+  /** Page content streams: their decoded data is checked with {@link assertContentSyntax}. */
+  readonly contentStreams?: ReadonlySet<PDFRef>;
+}
+
+const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1');
+
+/**
+ * Writes a new PDF from scratch (never an incremental save): header, the given objects renumbered
+ * densely with every reference rewritten, every stream decoded and re-encoded, one classic
+ * cross-reference table, a trailer with only `/Size`, `/Root` and an `/ID` derived from the bytes
+ * before it (ISO 32000-1 14.4: same content, same ID), and nothing after `%%EOF`.
+ */
+export function writePdf({
+  context,
+  objects,
+  version,
+  budget,
+  header = 'PDF',
+  contentStreams,
+}: WriteOptions): Uint8Array {
+  const numbers = new Map<PDFRef, PDFRef>();
+  objects.forEach((ref, index) => numbers.set(ref, PDFRef.of(index + 1, 0)));
+  // Old and new numbers share PDFRef instances (PDFRef.of caches), so no container may be
+  // renumbered twice.
+  const done = new WeakSet<PDFObject>();
+
+  const parts: Buffer[] = [latin1(`%${header}-${version}\n%\u00e2\u00e3\u00cf\u00d3\n`)];
+  let length = parts[0]?.length ?? 0;
+  const offsets: number[] = [];
+  for (const [index, ref] of objects.entries()) {
+    let object = context.lookup(ref);
+    if (object === undefined) throw new TypeError('a reachable PDF object vanished');
+    if (object instanceof PDFRawStream) {
+      const inspect = contentStreams?.has(ref) === true ? assertContentSyntax : undefined;
+      object = rebuildStream(object, context, budget, inspect);
+    }
+    renumber(object instanceof PDFRawStream ? object.dict : object, numbers, done);
+    const bytes = new Uint8Array(object.sizeInBytes());
+    object.copyBytesInto(bytes, 0);
+    const chunk = Buffer.concat([latin1(`${index + 1} 0 obj\n`), bytes, latin1('\nendobj\n')]);
+    offsets.push(length);
+    parts.push(chunk);
+    length += chunk.length;
+  }
+  const xrefOffset = length;
+  const rows = offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`);
+  parts.push(latin1(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${rows.join('')}`));
+  const id = createHash('sha256').update(Buffer.concat(parts)).digest('hex').slice(0, 32);
+  parts.push(
+    latin1(
+      `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /ID [<${id}> <${id}>] >>\nstartxref\n${xrefOffset}\n%%EOF\n`,
+    ),
+  );
+  return Buffer.concat(parts);
+}
+
+/** Rewrites every reference inside one object to its new number (nesting was bounded by disarm). */
+function renumber(
+  object: PDFObject,
+  numbers: ReadonlyMap<PDFRef, PDFRef>,
+  done: WeakSet<PDFObject>,
+): void {
+  if (done.has(object)) return;
+  done.add(object);
+  if (object instanceof PDFDict) {
+    for (const [entryKey, value] of object.entries()) {
+      if (value instanceof PDFRef) {
+        const next = numbers.get(value);
+        if (next) object.set(entryKey, next);
+        else object.delete(entryKey);
+      } else renumber(value, numbers, done);
+    }
+  } else if (object instanceof PDFArray) {
+    for (let index = object.size() - 1; index >= 0; index -= 1) {
+      const value = object.get(index);
+      if (value instanceof PDFRef) {
+        const next = numbers.get(value);
+        if (next) object.set(index, next);
+        else object.remove(index);
+      } else renumber(value, numbers, done);
+    }
+  }
+}

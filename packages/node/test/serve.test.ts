@@ -134,7 +134,12 @@ describe('startServer()', () => {
     expect(accepted.kind).toBe('accepted');
     // No event reaches the server from this process: its dispatcher finds the document by polling.
     let document = await store.getDocument(org.id, id);
-    for (let tries = 0; tries < 300 && document?.status !== 'completed'; tries += 1) {
+    // Completion is recorded first; the intake bytes are deleted (and the key cleared) after.
+    for (
+      let tries = 0;
+      tries < 300 && (document?.status !== 'completed' || document.intakeKey !== null);
+      tries += 1
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       document = await store.getDocument(org.id, id);
     }

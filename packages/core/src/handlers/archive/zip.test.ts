@@ -393,8 +393,8 @@ describe('zip rebuild', () => {
   });
 });
 
-/** A PDF that passes detection; its family is not rebuilt yet, so it ends in a fault. */
-const PDF = '%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n';
+/** An RTF file that passes detection; its family is not rebuilt yet, so it ends in a fault. */
+const RTF = '{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}} Hello.\\par}';
 
 describe('archive verdicts consider every member, in any order', () => {
   async function both(
@@ -406,7 +406,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it('a member whose family is not yet rebuilt never hides a threat', async () => {
     for (const outcome of await both(
-      { name: 'a.pdf', data: PDF },
+      { name: 'a.rtf', data: RTF },
       { name: 'eicar.png', data: EICAR_TEST_FILE },
     )) {
       expect(outcome).toMatchObject({
@@ -419,7 +419,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it('a fault never hides a refused name', async () => {
     for (const outcome of await both(
-      { name: 'a.pdf', data: PDF },
+      { name: 'a.rtf', data: RTF },
       { name: '../evil.png', data: await buildImage('png') },
     )) {
       expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
@@ -428,7 +428,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it("a fault never hides another member's rejection", async () => {
     for (const outcome of await both(
-      { name: 'a.pdf', data: PDF },
+      { name: 'a.rtf', data: RTF },
       { name: 'fake.png', data: await buildImage('jpeg') },
     )) {
       expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
@@ -461,7 +461,7 @@ describe('archive verdicts consider every member, in any order', () => {
       },
     ];
     const input = buildRawZip([
-      { name: 'a.pdf', data: PDF },
+      { name: 'a.rtf', data: RTF },
       { name: 'eicar.png', data: EICAR_TEST_FILE },
       { name: 'notes.txt', data: 'hello' },
       { name: 'm.png', data: 'MARKER' },
@@ -486,7 +486,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it('ends in the fault only when no member is rejected', async () => {
     const input = buildRawZip([
-      { name: 'a.pdf', data: PDF },
+      { name: 'a.rtf', data: RTF },
       { name: 'ok.png', data: await buildImage('png') },
     ]);
     await expect(run(input)).rejects.toMatchObject({ code: 'ERR_NOT_YET_SUPPORTED' });

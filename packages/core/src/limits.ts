@@ -139,6 +139,26 @@ export class Deadline {
 }
 
 /**
+ * Rejects a compressed member (a zip entry) that expands more than `maxRatio` times its stored
+ * size: a decompression bomb. Only members past {@link EXPANSION_RATIO_FLOOR_BYTES} are held to
+ * it, so small, very compressible files pass.
+ * @param what names the member in the detail, e.g. `member "a.png"`.
+ */
+export function assertExpansionRatio(
+  sizes: { readonly uncompressedSize: number; readonly compressedSize: number },
+  maxRatio: number,
+  what: string,
+): void {
+  const ratio = sizes.uncompressedSize / Math.max(1, sizes.compressedSize);
+  if (sizes.uncompressedSize > EXPANSION_RATIO_FLOOR_BYTES && ratio > maxRatio) {
+    throw new Rejection(
+      'file_too_large',
+      `${what} expands ${Math.round(ratio)} times (limit ${maxRatio}); a decompression bomb`,
+    );
+  }
+}
+
+/**
  * Counts content bytes across one file and everything nested in it, against `maxBytes`. Shared
  * by every level of archive recursion so a bomb cannot spread its expansion over many members.
  */

@@ -1,5 +1,5 @@
 import type { EngineContext } from '../handlers/types.ts';
-import { EXPANSION_RATIO_FLOOR_BYTES, formatBytes } from '../limits.ts';
+import { assertExpansionRatio, formatBytes } from '../limits.ts';
 import { Rejection } from './rejection.ts';
 import {
   compressionName,
@@ -77,16 +77,7 @@ export async function readOfficePackage(
       }
       folded.add(key);
       declared += member.uncompressedSize;
-      const ratio = member.uncompressedSize / Math.max(1, member.compressedSize);
-      if (
-        member.uncompressedSize > EXPANSION_RATIO_FLOOR_BYTES &&
-        ratio > context.limits.maxExpansionRatio
-      ) {
-        throw new Rejection(
-          'file_too_large',
-          `${what} member "${name}" expands ${Math.round(ratio)} times (limit ${context.limits.maxExpansionRatio}); a decompression bomb`,
-        );
-      }
+      assertExpansionRatio(member, context.limits.maxExpansionRatio, `${what} member "${name}"`);
     }
     if (declared > context.budget.remaining) {
       throw new Rejection(

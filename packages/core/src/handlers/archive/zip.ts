@@ -13,7 +13,7 @@ import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
 import { extensionOf, formatForFileName } from '../../formats.ts';
-import { EXPANSION_RATIO_FLOOR_BYTES, formatBytes } from '../../limits.ts';
+import { assertExpansionRatio, formatBytes } from '../../limits.ts';
 import type { DetectedFile, EngineContext, HandlerOutput, RebuiltFile } from '../types.ts';
 import { checkMemberName, collisionKey, findNameConflict } from './member-names.ts';
 import type { SafeName } from './member-names.ts';
@@ -130,16 +130,7 @@ function checkSizes(listing: ZipListing, context: EngineContext): void {
   let declared = 0;
   for (const member of listing.members) {
     declared += member.uncompressedSize;
-    const ratio = member.uncompressedSize / Math.max(1, member.compressedSize);
-    if (
-      member.uncompressedSize > EXPANSION_RATIO_FLOOR_BYTES &&
-      ratio > context.limits.maxExpansionRatio
-    ) {
-      throw new Rejection(
-        'file_too_large',
-        `member "${member.name}" expands ${Math.round(ratio)} times (limit ${context.limits.maxExpansionRatio}); a decompression bomb`,
-      );
-    }
+    assertExpansionRatio(member, context.limits.maxExpansionRatio, `member "${member.name}"`);
   }
   if (declared > context.budget.remaining) {
     throw new Rejection(

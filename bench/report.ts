@@ -59,6 +59,17 @@ export interface ReportInput {
   readonly results: readonly FormatResult[];
 }
 
+/** Benchmarks with a runner of their own, which writes its own results file. */
+const OTHER_BENCHMARKS = [
+  '- PDF parsers compared and the PDF rebuild against qpdf, Ghostscript and mat2:',
+  '  `bench/pdf-parsers.ts`, `bench/pdf-bench.ts` -> [RESULTS-pdf.md](RESULTS-pdf.md).',
+  '- Hostile archives (nested member budgets, bombs, shared entries), time and peak memory:',
+  '  `npm run bench:archives` -> [ARCHIVES.md](ARCHIVES.md).',
+  '- Adversarial images (decode-cost estimates against pixel and RLE bombs), peak memory:',
+  '  `bench/adversarial-images.ts` -> [ADVERSARIAL-IMAGES.md](ADVERSARIAL-IMAGES.md).',
+  '- The HTTP API against bare `node:http`: `npm run bench:api`, the section below.',
+].join('\n');
+
 /** The whole report: what `bench/RESULTS.md` holds and what the runner prints. */
 export function renderReport(input: ReportInput): string {
   const { profile, command, rounds, facts, results } = input;
@@ -95,6 +106,10 @@ export function renderReport(input: ReportInput): string {
     '## How to read this',
     '',
     readingNotes(rounds),
+    '',
+    '## Other benchmarks',
+    '',
+    OTHER_BENCHMARKS,
     '',
   ].join('\n');
 }

@@ -25,8 +25,8 @@ import {
   deflateBomb,
   EICAR_TEST_FILE,
   gzipBomb,
+  nestedZips,
 } from '@disarm/fixtures';
-import type { RawZipEntry } from '@disarm/fixtures';
 
 const BENCH_DIR = import.meta.dirname;
 const MiB = 1024 * 1024;
@@ -47,20 +47,6 @@ interface CaseReport {
 
 async function tinyPng(): Promise<Buffer> {
   return buildImage('png', { width: 1, height: 1 });
-}
-
-/** Each level: `perLevel` members and (but the innermost) the next zip, as in issue 8. */
-function nestedZips(levels: number, perLevel: number, member: Uint8Array): Buffer {
-  let inner: Buffer | undefined;
-  for (let level = 0; level < levels; level += 1) {
-    const entries: RawZipEntry[] = Array.from({ length: perLevel }, (_, i) => ({
-      name: `l${level}/p${i}.png`,
-      data: member,
-    }));
-    if (inner) entries.push({ name: `l${level}/inner.zip`, data: inner });
-    inner = buildRawZip(entries);
-  }
-  return inner ?? buildRawZip([]);
 }
 
 const CASES: readonly Case[] = [

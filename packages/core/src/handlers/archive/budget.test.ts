@@ -1,5 +1,4 @@
-import { buildGzip, buildImage, buildRawZip, deflateBomb } from '@disarm/fixtures';
-import type { RawZipEntry } from '@disarm/fixtures';
+import { buildGzip, buildImage, buildRawZip, deflateBomb, nestedZips } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
@@ -21,20 +20,6 @@ function countingScanner(): Scanner & { calls: number } {
     },
   };
   return scanner;
-}
-
-/** A chain of zips: each level holds `perLevel` members and (except the innermost) the next zip. */
-function nestedZips(levels: number, perLevel: number, member: Uint8Array): Buffer {
-  let inner: Buffer | undefined;
-  for (let level = 0; level < levels; level += 1) {
-    const entries: RawZipEntry[] = Array.from({ length: perLevel }, (_, i) => ({
-      name: `l${level}/p${i}.png`,
-      data: member,
-    }));
-    if (inner) entries.push({ name: `l${level}/inner.zip`, data: inner });
-    inner = buildRawZip(entries);
-  }
-  return inner ?? buildRawZip([]);
 }
 
 async function run(bytes: Uint8Array, options: DisarmOptions = {}): Promise<Outcome> {

@@ -56,6 +56,13 @@ const name = (value: PDFObject | undefined): string | undefined =>
   value instanceof PDFName ? value.decodeText() : undefined;
 const key = (text: string): PDFName => PDFName.of(text);
 
+/** A catalogue written directly into the trailer (minimal hand-made files) becomes an object. */
+function registerDirectRoot(context: PDFContext): void {
+  if (context.trailerInfo.Root instanceof PDFDict) {
+    context.trailerInfo.Root = context.register(context.trailerInfo.Root);
+  }
+}
+
 /**
  * Walks the document from the catalogue and removes active content in place (the rules in
  * `rules.ts`), counting what goes. Only what stays reachable from the catalogue afterwards is
@@ -68,10 +75,7 @@ export function disarmDocument(
   findings: FindingTally,
   deadline: Deadline,
 ): DisarmedDocument {
-  // A catalogue written directly into the trailer (minimal hand-made files) becomes an object.
-  if (context.trailerInfo.Root instanceof PDFDict) {
-    context.trailerInfo.Root = context.register(context.trailerInfo.Root);
-  }
+  registerDirectRoot(context);
   const rootRef = context.trailerInfo.Root;
   if (!(rootRef instanceof PDFRef)) {
     throw new Rejection('invalid_file', 'the PDF trailer names no document catalogue');
@@ -411,9 +415,7 @@ export function disarmFdf(
   findings: FindingTally,
   deadline: Deadline,
 ): DisarmedDocument {
-  if (context.trailerInfo.Root instanceof PDFDict) {
-    context.trailerInfo.Root = context.register(context.trailerInfo.Root);
-  }
+  registerDirectRoot(context);
   const rootRef = context.trailerInfo.Root;
   const catalog = context.lookup(rootRef);
   const fdf = catalog instanceof PDFDict ? context.lookup(catalog.get(key('FDF'))) : undefined;

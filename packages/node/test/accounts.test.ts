@@ -224,6 +224,25 @@ describe('accounts, money and abuse controls (real server)', () => {
       expect((await createUpload(org.key)).status).toBe(201);
     });
 
+    it('a new per-minute limit set through the admin API counts from the next request', async () => {
+      const org = await client.newOrganisation({
+        plan: 'starter',
+        terms: { rateLimitPerMinute: 2 },
+      });
+      expect((await createUpload(org.key)).status).toBe(201);
+      expect((await createUpload(org.key)).status).toBe(201);
+      expect((await createUpload(org.key)).status).toBe(429);
+      const patched = await client.admin('PATCH', `/v1/admin/organisations/${org.id}`, {
+        terms: { rateLimitPerMinute: 4 },
+      });
+      expect(patched.status).toBe(200);
+      // Three hits so far in this window; the fourth is within the new limit, the fifth is not.
+      const fourth = await createUpload(org.key);
+      expect(fourth.status).toBe(201);
+      expect(fourth.headers.get('RateLimit-Policy')).toBe('"submissions";q=4;w=60');
+      expect((await createUpload(org.key)).status).toBe(429);
+    });
+
     it('a revoked key is refused at once, on every request after the revocation', async () => {
       const org = await client.newOrganisation({ plan: 'internal' });
       expect((await client.api('/v1/account', { headers: { 'X-Api-Key': org.key } })).status).toBe(

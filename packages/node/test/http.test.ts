@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
+import { bufferedResponse } from '@disarm/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { listen } from '../src/index.ts';
@@ -218,6 +219,33 @@ describe('toRequest() through listen()', () => {
     expect(errors).toEqual([]);
   });
 
+  it('gives a bodiless request whose signal is first asked for after the disconnect an aborted signal, and its clones follow it', async () => {
+    const started = deferred<undefined>();
+    const disconnected = deferred<undefined>();
+    const seen = deferred<{ aborted: boolean; clone: boolean; isRequest: boolean }>();
+    const { url } = await serve(async (request) => {
+      started.resolve(undefined);
+      await disconnected.promise;
+      // Give node a turn to notice the closed socket before the signal is first made.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const clone = request.clone();
+      seen.resolve({
+        aborted: request.signal.aborted,
+        clone: clone.signal.aborted,
+        isRequest: request instanceof Request,
+      });
+      return new Response('too late');
+    });
+    const target = new URL(url);
+    const req = httpRequest({ host: target.hostname, port: target.port, path: '/late' });
+    req.on('error', () => undefined);
+    req.end();
+    await started.promise;
+    req.destroy();
+    disconnected.resolve(undefined);
+    expect(await seen.promise).toEqual({ aborted: true, clone: true, isRequest: true });
+  });
+
   it('errors the body stream when the client disconnects mid-upload', async () => {
     const failure = deferred<unknown>();
     const firstChunk = deferred<undefined>();
@@ -289,6 +317,24 @@ describe('sendResponse() through listen()', () => {
     expect(answer.headers['content-length']).toBe('4');
     expect(answer.body).toBe('');
     expect(await cancelled.promise).toBe(true);
+  });
+
+  it('writes a buffered response in one piece with its Content-Length, and HEAD without it', async () => {
+    const { url } = await serve(() =>
+      bufferedResponse('{"ok":true}', {
+        status: 201,
+        headers: { 'Content-Type': 'application/json' },
+      }),
+    );
+    const got = await call(url);
+    expect(got).toMatchObject({
+      status: 201,
+      body: '{"ok":true}',
+      headers: { 'content-type': 'application/json', 'content-length': '11' },
+    });
+    expect(got.headers['transfer-encoding']).toBeUndefined();
+    const head = await call(url, { method: 'HEAD' });
+    expect(head).toMatchObject({ status: 201, body: '', headers: { 'content-length': '11' } });
   });
 
   it('streams with back-pressure and cancels the body when the client goes away', async () => {

@@ -9,6 +9,7 @@ import {
   updateOrganisation,
 } from './admin/routes.ts';
 import { getAccount } from './account/routes.ts';
+import { createApiKeyCache } from './auth/api-key-cache.ts';
 import { authenticate, bearerChallenge, isAuthFailure } from './auth/authenticate.ts';
 import type { BearerVerifier } from './auth/principal.ts';
 import type { DisarmApiConfig, DisarmApiPorts, Logger } from './config.ts';
@@ -32,6 +33,7 @@ import { idempotencyMiddleware } from './idempotency/middleware.ts';
 import { rateLimitMiddleware } from './limits/rate-limit.ts';
 import { publicRoutes } from './public-routes.ts';
 import { createOAuth } from './oauth/create-oauth.ts';
+import { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
 
 /** The v1 API as a WHATWG fetch handler: mount it on any runtime or framework. */
 export interface DisarmApi {
@@ -152,6 +154,7 @@ export function createDisarmApi(
     random: ports.random ?? cryptoRandom,
     logger: ports.logger ?? NO_LOGGER,
     settings,
+    apiKeys: createApiKeyCache(),
     closing: closing.signal,
   };
   // OAuth (config.oauth): the token endpoint, the JWKS, client and signing-key admin routes, and
@@ -208,6 +211,7 @@ export function createDisarmApi(
     if (options.auth === 'required') {
       const found = await authenticate(request, {
         store: api.store,
+        apiKeys: api.apiKeys,
         adminTokenHashes: settings.adminTokenHashes,
         ...(verifyBearer ? { verifyBearer } : {}),
       });
@@ -268,8 +272,8 @@ export function createDisarmApi(
       const response = await respond(request);
       if (request.method !== 'HEAD') return response;
       // RFC 9110 9.3.2: a HEAD response carries the headers of the GET and never content.
-      await response.body?.cancel();
-      return new Response(null, { status: response.status, headers: response.headers });
+      if (bufferedBodyOf(response) === undefined) await response.body?.cancel();
+      return bufferedResponse(null, { status: response.status, headers: response.headers });
     },
   };
 

@@ -13,6 +13,8 @@ export type { ApiContext, Handler, RequestContext } from './http/context.ts';
 export { ProblemError } from './http/problem-error.ts';
 export { problemResponse } from './http/problem-response.ts';
 export { jsonResponse } from './http/negotiation.ts';
+export { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
+export type { BufferedResponseInit } from './http/buffered-response.ts';
 export type { DisarmApiConfig, DisarmApiPorts, DocsAsset, Logger } from './config.ts';
 export { createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
 export type { StorageApiOptions } from './storage/api.ts';

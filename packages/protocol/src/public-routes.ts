@@ -17,9 +17,10 @@ import {
   problemPageHtml,
   problemsIndexHtml,
 } from './openapi/docs-page.ts';
+import { bufferedResponse } from './http/buffered-response.ts';
 
 function html(body: string, csp: string): Response {
-  return new Response(body, {
+  return bufferedResponse(body, {
     headers: {
       'Content-Type': 'text/html; charset=utf-8',
       'Content-Security-Policy': csp,
@@ -90,13 +91,13 @@ export function publicRoutes(
             if (!isDocsAssetName(name)) throw new ProblemError('NotFound');
             const type = DOCS_ASSET_TYPES[name];
             if (name === DOCS_INIT_SCRIPT) {
-              return new Response(docsInitScript(`${basePath}${OPENAPI_PATH}`), {
+              return bufferedResponse(docsInitScript(`${basePath}${OPENAPI_PATH}`), {
                 headers: { 'Content-Type': type, 'Cache-Control': 'no-cache' },
               });
             }
             const asset = await api.settings.docsAssets?.(name);
             if (!asset) throw new ProblemError('NotFound');
-            return new Response(asset.body.slice(), {
+            return bufferedResponse(asset.body.slice(), {
               headers: { 'Content-Type': type, 'Cache-Control': 'public, max-age=3600' },
             });
           },

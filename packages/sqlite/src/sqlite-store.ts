@@ -196,9 +196,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     listSweepable: settle(documents.listSweepable),
     markSwept: settle(documents.markSwept),
 
-    hitRateLimit: settle((bucket: string, windowStart: Date, at: Date) =>
-      countersOf().hitRateLimit(bucket, windowStart, at),
-    ),
+    hitRateLimit: (bucket, windowStart, at) => {
+      try {
+        return countersOf().hitRateLimit(bucket, windowStart, at);
+      } catch (error) {
+        return Promise.reject(toError(error));
+      }
+    },
 
     claimIdempotencyKey: settle(requests.claimIdempotencyKey),
     completeIdempotencyKey: settle(requests.completeIdempotencyKey),

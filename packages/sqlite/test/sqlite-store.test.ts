@@ -317,6 +317,41 @@ describe('createSqliteStore', () => {
     expect(counts).toEqual(Array.from({ length: processes * perProcess }, (_, index) => index + 1));
   }, 120_000);
 
+  it('counts the hits of one event-loop turn in one commit, each in its arrival order', async () => {
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    await store.hitRateLimit('org_a:status', T0, T0);
+    // Start from an empty write-ahead log, so the frames below are this batch's alone.
+    const operator = new Database(store.countersPath);
+    operator.pragma('wal_checkpoint(TRUNCATE)');
+    const hits = Array.from({ length: 40 }, (_, index) =>
+      store.hitRateLimit(index % 2 === 0 ? 'org_a:status' : 'org_b:status', T0, T0),
+    );
+    const counts = await Promise.all(hits);
+    expect(counts.filter((_, index) => index % 2 === 0)).toEqual(
+      Array.from({ length: 20 }, (_, index) => index + 2),
+    );
+    expect(counts.filter((_, index) => index % 2 === 1)).toEqual(
+      Array.from({ length: 20 }, (_, index) => index + 1),
+    );
+    // One commit writes each changed page once: a commit per hit would write 40 frames or more.
+    const [walState] = operator.pragma('wal_checkpoint(PASSIVE)') as [{ log: number }];
+    operator.close();
+    expect(walState.log).toBeGreaterThan(0);
+    expect(walState.log).toBeLessThanOrEqual(4);
+  });
+
+  it('commits the hits still waiting when it closes', async () => {
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    const waiting = store.hitRateLimit('org_a:submission', T0, T0);
+    await store.close();
+    expect(await waiting).toBe(1);
+    await expect(store.hitRateLimit('org_a:submission', T0, T0)).rejects.toThrow(/not open/);
+    const reopened = open(path);
+    expect(await reopened.hitRateLimit('org_a:submission', T0, T0)).toBe(2);
+  });
+
   it('keeps rate-limit counters in their own WAL file, out of the FULL-durability state file', async () => {
     const path = join(dir, 'state.db');
     const store = open(path);

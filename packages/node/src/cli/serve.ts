@@ -19,6 +19,7 @@ import {
   startServer,
 } from '../serve/start-server.ts';
 import type { RunningDisarm } from '../serve/start-server.ts';
+import { batchLogLines } from './_log-lines.ts';
 import { EXIT_CODES, UsageError } from './_exit-codes.ts';
 import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
 import type { CliContext } from './context.ts';
@@ -243,11 +244,27 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
   }
   const oauth = oauthOptions(flags);
-  const logger = pino(
-    { level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime },
-    { write: (line: string) => context.stdout.write(line) },
-  );
+  const lines = batchLogLines(context.stdout);
+  const logger = pino({ level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, lines);
+  // A forced exit (a second signal) still writes the lines of its last turn.
+  process.on('exit', lines.flush);
+  try {
+    return await serveWith(logger, lines.flush, flags, context, testMode, adminToken, oauth);
+  } finally {
+    process.off('exit', lines.flush);
+    lines.flush();
+  }
+}
 
+async function serveWith(
+  logger: PinoLogger,
+  flushLogs: () => void,
+  flags: ServeFlags,
+  context: CliContext,
+  testMode: boolean,
+  adminToken: string | undefined,
+  oauth: ReturnType<typeof oauthOptions>,
+): Promise<number> {
   let server: RunningDisarm;
   try {
     server = await startServer({
@@ -287,6 +304,8 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     },
     'disarm serve listening',
   );
+  // Whoever reads the lines below on stderr finds the line above already on stdout.
+  flushLogs();
   context.stderr.write(
     `disarm: API on ${server.apiUrl}, storage on ${server.storageUrl}` +
       `${testMode ? ' (TEST MODE: manual clock)' : ''}\n`,

@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
 
+import { bufferedBodyOf } from '@disarm/protocol';
+
 /** Statuses that never carry a body (RFC 9110 §6.4.1). */
 const BODYLESS_STATUSES = new Set([204, 205, 304]);
 
@@ -13,8 +15,10 @@ const BODYLESS_STATUSES = new Set([204, 205, 304]);
  *   it (a file, a database cursor) is released.
  * - A HEAD request, or a status that has no body, sends the headers (Content-Length included)
  *   and cancels the body unread.
- * - A body that arrives as one chunk (a JSON answer) is sent with its `Content-Length` in one
- *   write; a longer one is streamed (chunked when it has no length).
+ * - A response made by `bufferedResponse()` of `@disarm/protocol` (every JSON, problem and HTML
+ *   answer of the API) is written in one piece with its `Content-Length`, without a stream.
+ * - Otherwise a body that arrives as one chunk is sent with its `Content-Length` in one write; a
+ *   longer one is streamed (chunked when it has no length).
  * - A body that fails mid-way ends the connection abruptly (the status line is already sent); one
  *   that fails before anything was sent (the first chunk is held until the second arrives)
  *   rejects, so the caller can still answer 500.
@@ -27,15 +31,20 @@ export async function sendResponse(
   response: Response,
   method: string = res.req.method ?? 'GET',
 ): Promise<void> {
+  const buffered = bufferedBodyOf(response);
+  if (buffered !== undefined) {
+    writeHead(res, response);
+    const hasBody = buffered !== null && !BODYLESS_STATUSES.has(response.status);
+    // HEAD is told the length the GET would send.
+    if (hasBody && !res.hasHeader('content-length')) {
+      res.setHeader('content-length', buffered.byteLength);
+    }
+    await endResponse(res, hasBody && method !== 'HEAD' ? buffered : undefined);
+    return;
+  }
   const body = response.body;
   try {
-    res.statusCode = response.status;
-    if (response.statusText !== '') res.statusMessage = response.statusText;
-    for (const [name, value] of response.headers) {
-      if (name !== 'set-cookie') res.setHeader(name, value);
-    }
-    const cookies = response.headers.getSetCookie();
-    if (cookies.length > 0) res.setHeader('set-cookie', cookies);
+    writeHead(res, response);
   } catch (error) {
     await body?.cancel().catch(() => undefined);
     throw error;
@@ -47,6 +56,17 @@ export async function sendResponse(
     return;
   }
   await streamBody(res, body);
+}
+
+/** Status and every header of `response` onto `res` (nothing is sent yet). */
+function writeHead(res: ServerResponse, response: Response): void {
+  res.statusCode = response.status;
+  if (response.statusText !== '') res.statusMessage = response.statusText;
+  for (const [name, value] of response.headers) {
+    if (name !== 'set-cookie') res.setHeader(name, value);
+  }
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) res.setHeader('set-cookie', cookies);
 }
 
 async function streamBody(res: ServerResponse, body: ReadableStream<Uint8Array>): Promise<void> {

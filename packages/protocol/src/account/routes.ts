@@ -1,8 +1,8 @@
 import type { Organisation } from '../domain/types.ts';
 import type { Handler } from '../http/context.ts';
 import { jsonResponse } from '../http/negotiation.ts';
-import { organisationGone, ProblemError } from '../http/problem-error.ts';
-import { SCOPE_API } from '../auth/principal.ts';
+import { ProblemError } from '../http/problem-error.ts';
+import { organisationOf } from '../documents/routes.ts';
 
 /** The Account snapshot of the spec. */
 export function toAccountSnapshot(organisation: Organisation): Record<string, unknown> {
@@ -31,20 +31,14 @@ export function toAccountSnapshot(organisation: Organisation): Record<string, un
 
 /** `GET /v1/account`: a fresh read, never cached; 404 NotProvisioned before provisioning. */
 export const getAccount: Handler = async (context) => {
-  const { api, request, principal } = context;
-  const id = principal?.organisationId;
-  if (!id || !principal.scopes.has(SCOPE_API)) {
-    throw new ProblemError('Forbidden', { detail: `This route needs scope ${SCOPE_API}.` });
-  }
-  const organisation = await api.store.getOrganisation(id, api.clock.now());
-  if (!organisation) throw organisationGone();
+  const organisation = await organisationOf(context);
   if (organisation.plan === null || organisation.planType === null) {
     throw new ProblemError('NotProvisioned', {
       detail: 'The organisation has no account yet.',
       status: 404,
     });
   }
-  return jsonResponse(request, toAccountSnapshot(organisation), {
+  return jsonResponse(context.request, toAccountSnapshot(organisation), {
     headers: { 'Cache-Control': 'no-store' },
   });
 };

@@ -13,6 +13,7 @@ import { jsonResponse } from '../http/negotiation.ts';
 import { ProblemError } from '../http/problem-error.ts';
 import { FieldErrors } from '../http/validation.ts';
 import type { OrganisationPatch, PlanTermsOverride } from '../ports.ts';
+import { forgetRateLimits } from '../limits/rate-limit.ts';
 
 const MAX_NAME_CHARS = 200;
 const TERM_FIELDS = [
@@ -225,6 +226,7 @@ export const updateOrganisation: Handler = async (context) => {
     ...(policy ? { policy } : {}),
   };
   const updated = await api.store.updateOrganisation(existing.id, patch, api.clock.now());
+  forgetRateLimits(api);
   if (!updated) throw new ProblemError('OrganisationNotFound');
   api.logger.info(
     { organisationId: updated.id, changes: Object.keys(patch) },
@@ -278,6 +280,8 @@ export const revokeApiKey: Handler = async (context) => {
     api.clock.now(),
   );
   if (!revoked) throw new ProblemError('ApiKeyNotFound');
+  // Refused from the next request on here; other processes within the cache's time-to-live.
+  api.apiKeys.clear();
   api.logger.info({ organisationId: organisation.id, keyId: revoked.id }, 'api key revoked');
   return jsonResponse(context.request, toAdminKey(revoked));
 };

@@ -1,5 +1,6 @@
 import { boundedMemo } from '../_internal/bounded-memo.ts';
 import type { StateStore } from '../ports.ts';
+import type { ApiKeyCache } from './api-key-cache.ts';
 import { API_KEY_PREFIX, hashApiKey, isWellFormedApiKey, looksLikeApiKey } from './api-keys.ts';
 import { SCOPE_ADMIN, SCOPE_API } from './principal.ts';
 import type { BearerVerifier, Principal } from './principal.ts';
@@ -7,6 +8,8 @@ import type { BearerVerifier, Principal } from './principal.ts';
 /** What {@link authenticate} needs. */
 export interface AuthenticateDeps {
   readonly store: StateStore;
+  /** Keys recently found valid (revocation reaches other processes within its time-to-live). */
+  readonly apiKeys: ApiKeyCache;
   readonly adminTokenHashes: ReadonlySet<string>;
   readonly verifyBearer?: BearerVerifier;
 }
@@ -25,8 +28,7 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const SCHEME = /^(\S+)/;
 
 /**
- * Hashes of recently seen well-formed keys. Only the hash is looked up, so a revoked or deleted
- * key stays refused at once; the cache saves a WebCrypto round trip on every request of a
+ * Hashes of recently seen well-formed keys: saves a WebCrypto round trip on every request of a
  * client that polls. Bounded, so a flood of made-up keys only evicts.
  */
 const API_KEY_HASH_CACHE_ENTRIES = 1024;
@@ -57,12 +59,17 @@ async function sha256Hex(text: string): Promise<string> {
   return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
-async function fromApiKey(key: string, store: StateStore): Promise<Principal | AuthFailure> {
+async function fromApiKey(key: string, deps: AuthenticateDeps): Promise<Principal | AuthFailure> {
   // The checksum rejects typos and look-alikes before any lookup; the lookup is by hash, so the
   // secret itself is never compared character by character.
   if (!isWellFormedApiKey(key)) return MALFORMED_KEY;
-  const record = await store.findApiKeyByHash(await hashOfApiKey(key));
-  if (record?.revokedAt !== null) return UNKNOWN_OR_REVOKED_KEY;
+  const hash = await hashOfApiKey(key);
+  let record = deps.apiKeys.get(hash);
+  if (record === undefined) {
+    record = await deps.store.findApiKeyByHash(hash);
+    if (record?.revokedAt !== null) return UNKNOWN_OR_REVOKED_KEY;
+    deps.apiKeys.set(hash, record);
+  }
   return {
     organisationId: record.organisationId,
     scopes: new Set([SCOPE_API]),
@@ -106,7 +113,7 @@ export async function authenticate(
                 `The Authorization scheme ${JSON.stringify(scheme.slice(0, 20))} is not accepted: send Authorization: Bearer <token or API key>.`,
       };
     }
-    if (looksLikeApiKey(token)) return fromApiKey(token, deps.store);
+    if (looksLikeApiKey(token)) return fromApiKey(token, deps);
     if (deps.adminTokenHashes.size > 0 && deps.adminTokenHashes.has(await sha256Hex(token))) {
       return {
         organisationId: null,
@@ -131,7 +138,7 @@ export async function authenticate(
   if (key === '') {
     return { error: 'invalid_request', detail: 'The X-Api-Key header is empty.' };
   }
-  return fromApiKey(key, deps.store);
+  return fromApiKey(key, deps);
 }
 
 /**

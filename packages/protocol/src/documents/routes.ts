@@ -15,23 +15,27 @@ import { parsePrefer } from './prefer.ts';
 import { usageHeaders } from './usage.ts';
 import { refusalProblem } from './refusals.ts';
 import { isInFlight, isTerminal } from './state-machine.ts';
+import { bufferedResponse } from '../http/buffered-response.ts';
 
 /** Longest id the document routes look up; anything longer cannot exist. */
 const MAX_ID_CHARS = 64;
 /** uploadId bounds (spec: 1 to 64 characters). */
 const MAX_UPLOAD_ID_CHARS = 64;
 
-/** The organisation of an authenticated document-API caller. */
-export async function organisationOf(context: RequestContext): Promise<Organisation> {
+/** The organisation id of an authenticated document-API caller (no read: its own rows are scoped by it). */
+export function callerOrganisationId(context: RequestContext): string {
   const principal = context.principal;
   const id = principal?.organisationId;
   if (!principal || !id || !principal.scopes.has(SCOPE_API)) {
     throw new ProblemError('Forbidden', { detail: `This route needs scope ${SCOPE_API}.` });
   }
-  const organisation =
-    context.organisation?.id === id
-      ? context.organisation
-      : await context.api.store.getOrganisation(id, context.api.clock.now());
+  return id;
+}
+
+/** The organisation of an authenticated document-API caller, read now. */
+export async function organisationOf(context: RequestContext): Promise<Organisation> {
+  const id = callerOrganisationId(context);
+  const organisation = await context.api.store.getOrganisation(id, context.api.clock.now());
   // A credential whose organisation is gone is no credential.
   if (!organisation) throw organisationGone();
   return organisation;
@@ -340,11 +344,11 @@ function documentIdParam(context: RequestContext): string {
   return id;
 }
 
-async function loadDocument(
-  context: RequestContext,
-  organisation: Organisation,
-): Promise<DocumentRecord> {
-  const document = await context.api.store.getDocument(organisation.id, documentIdParam(context));
+async function loadDocument(context: RequestContext): Promise<DocumentRecord> {
+  const document = await context.api.store.getDocument(
+    callerOrganisationId(context),
+    documentIdParam(context),
+  );
   if (!document) {
     throw new ProblemError('DocumentNotFound', {
       detail: 'No such document in this organisation.',
@@ -362,8 +366,7 @@ export const getDocument: Handler = async (context) => {
     errors.add('query.statusStyle', 'the only value is 202');
     errors.throwIfAny();
   }
-  const organisation = await organisationOf(context);
-  const document = await loadDocument(context, organisation);
+  const document = await loadDocument(context);
   const envelope = await toEnvelope(api, document, api.clock.now());
   if (statusStyle === '202' && isInFlight(document.status)) {
     const self = `${api.settings.publicBaseUrl}/v1/documents/${encodeURIComponent(document.id)}?statusStyle=202`;
@@ -378,9 +381,12 @@ export const getDocument: Handler = async (context) => {
 /** `DELETE /v1/documents/{id}`: removes the cleaned file; idempotent; 409 while in flight. */
 export const deleteDocument: Handler = async (context) => {
   const { api } = context;
-  const organisation = await organisationOf(context);
   const id = documentIdParam(context);
-  const result = await api.store.deleteDocumentFile(organisation.id, id, api.clock.now());
+  const result = await api.store.deleteDocumentFile(
+    callerOrganisationId(context),
+    id,
+    api.clock.now(),
+  );
   switch (result.kind) {
     case 'not_found':
       throw new ProblemError('DocumentNotFound', {
@@ -393,17 +399,16 @@ export const deleteDocument: Handler = async (context) => {
     case 'deleted':
       if (result.blobKey !== null) await api.blobs.delete(result.blobKey);
       api.logger.info({ documentId: id }, 'cleaned file deleted');
-      return new Response(null, { status: 204, headers: { 'Cache-Control': 'no-store' } });
+      return bufferedResponse(null, { status: 204, headers: { 'Cache-Control': 'no-store' } });
     case 'nothing_to_delete':
-      return new Response(null, { status: 204, headers: { 'Cache-Control': 'no-store' } });
+      return bufferedResponse(null, { status: 204, headers: { 'Cache-Control': 'no-store' } });
   }
 };
 
 /** `GET /v1/documents/{id}/download`: 302 to the signed link while the file is there. */
 export const downloadDocument: Handler = async (context) => {
   const { api, request } = context;
-  const organisation = await organisationOf(context);
-  let document = await loadDocument(context, organisation);
+  let document = await loadDocument(context);
   const now = api.clock.now();
   if (document.status !== 'completed' || !document.output) {
     const envelope = await toEnvelope(api, document, now);
@@ -438,7 +443,8 @@ export const downloadDocument: Handler = async (context) => {
     // The first call starts the grace clock; the link works for the grace, never past 24 h. A
     // HEAD only asks where the file is, so it starts nothing.
     if (request.method !== 'HEAD') {
-      document = (await api.store.recordDownload(organisation.id, document.id, now)) ?? document;
+      document =
+        (await api.store.recordDownload(document.organisationId, document.id, now)) ?? document;
     }
     const graceEnd = (document.firstDownloadAt ?? now).getTime() + graceMs;
     expiresAt = new Date(Math.min(expiresAt.getTime(), graceEnd));
@@ -450,7 +456,7 @@ export const downloadDocument: Handler = async (context) => {
     fileName: output.fileName,
     contentType: output.mediaType,
   });
-  return new Response(null, {
+  return bufferedResponse(null, {
     status: 302,
     headers: { Location: link, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' },
   });

@@ -1,6 +1,6 @@
+import type { ApiKeyCache } from '../auth/api-key-cache.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { DisarmApiConfig, DocsAsset, Logger } from '../config.ts';
-import type { Organisation } from '../domain/types.ts';
 import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from '../ports.ts';
 
 /** The API's configuration with every default resolved. */
@@ -26,6 +26,8 @@ export interface ApiContext {
   readonly random: Random;
   readonly logger: Logger;
   readonly settings: ApiSettings;
+  /** API keys recently found valid; a revocation through this API clears it. */
+  readonly apiKeys: ApiKeyCache;
   /** Aborts when the API is shutting down (sync waits then answer at once). */
   readonly closing: AbortSignal;
 }
@@ -42,11 +44,6 @@ export interface RequestContext {
   readonly principal: Principal | undefined;
   /** Headers every response of this request carries (usage, rate-limit fields). */
   readonly responseHeaders: Headers;
-  /**
-   * The caller's organisation as read at the start of this request (by the rate limiter), so
-   * the route does not read it again; absent where nothing read it yet.
-   */
-  readonly organisation?: Organisation;
 }
 
 /** A route handler. */

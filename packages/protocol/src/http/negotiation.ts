@@ -1,3 +1,5 @@
+import { bufferedResponse } from './buffered-response.ts';
+
 /** Media types a successful JSON body is offered as (the spec: JSON, text/json, text/plain). */
 export const JSON_MEDIA_TYPES = ['application/json', 'text/json', 'text/plain'] as const;
 
@@ -73,5 +75,5 @@ export function jsonResponse(
   headers.set('Content-Type', `${mediaType}; charset=utf-8`);
   headers.append('Vary', 'Accept');
   if (!headers.has('Cache-Control')) headers.set('Cache-Control', 'no-store');
-  return new Response(JSON.stringify(body), { status: init.status ?? 200, headers });
+  return bufferedResponse(JSON.stringify(body), { status: init.status ?? 200, headers });
 }

@@ -1,5 +1,6 @@
 import { PROBLEMS } from './problems.ts';
 import type { ProblemCode } from './problems.ts';
+import { bufferedResponse } from './buffered-response.ts';
 
 /** Options of {@link problemResponse}. */
 export interface ProblemOptions {
@@ -43,5 +44,5 @@ export function problemResponse(
   const headers = new Headers(options.headers);
   headers.set('Content-Type', 'application/problem+json');
   headers.set('Cache-Control', 'no-store');
-  return new Response(JSON.stringify(body), { status, headers });
+  return bufferedResponse(JSON.stringify(body), { status, headers });
 }

@@ -3,6 +3,7 @@ import type { RequestContext } from '../http/context.ts';
 import { problemResponse } from '../http/problem-response.ts';
 import type { StoredResponse } from '../ports.ts';
 import { RequestFingerprint } from './fingerprint.ts';
+import { bufferedResponse } from '../http/buffered-response.ts';
 
 /** Longest Idempotency-Key (spec Limits). */
 export const MAX_IDEMPOTENCY_KEY_CHARS = 200;
@@ -21,7 +22,7 @@ function replay(stored: StoredResponse): Response {
     stored.headers.map(([name, value]) => [name, value] as [string, string]),
   );
   headers.set(REPLAYED_HEADER, 'true');
-  return new Response(stored.status === 204 ? null : stored.body.slice(), {
+  return bufferedResponse(stored.status === 204 ? null : stored.body.slice(), {
     status: stored.status,
     headers,
   });
@@ -131,7 +132,7 @@ export const idempotencyMiddleware: Middleware = async (context, route, next) =>
 
 /** The first response itself, rebuilt from what was stored (without the replay marker). */
 function replayless(stored: StoredResponse): Response {
-  return new Response(stored.status === 204 ? null : stored.body.slice(), {
+  return bufferedResponse(stored.status === 204 ? null : stored.body.slice(), {
     status: stored.status,
     headers: stored.headers.map(([name, value]) => [name, value] as [string, string]),
   });

@@ -1,4 +1,5 @@
 import type { Middleware } from '../api.ts';
+import type { ApiContext } from '../http/context.ts';
 import { problemResponse } from '../http/problem-response.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
 
@@ -6,6 +7,47 @@ import { addResponseHeaders } from '../http/response-headers.ts';
 export const RATE_WINDOW_MS = 60_000;
 /** Status reads get ten times the plan's per-minute limit, in their own partition (spec Limits). */
 export const STATUS_READ_MULTIPLIER = 10;
+
+/**
+ * How long this process uses an organisation's per-minute limit before reading it again. Every
+ * hit is still counted in the shared store; only the number it is compared with may lag a change
+ * made through another process by this long (a change through this API applies at once).
+ */
+export const RATE_LIMIT_TTL_MS = 1_000;
+
+const limitCaches = new WeakMap<ApiContext, Map<string, { perMinute: number; until: number }>>();
+
+/** The organisation's per-minute limit, read at most once a {@link RATE_LIMIT_TTL_MS}. */
+async function rateLimitPerMinute(
+  api: ApiContext,
+  organisationId: string,
+  now: Date,
+): Promise<number | undefined> {
+  let cache = limitCaches.get(api);
+  if (cache === undefined) {
+    cache = new Map();
+    limitCaches.set(api, cache);
+  }
+  const at = performance.now();
+  const cached = cache.get(organisationId);
+  if (cached !== undefined && at < cached.until) return cached.perMinute;
+  const organisation = await api.store.getOrganisation(organisationId, now);
+  if (!organisation) {
+    cache.delete(organisationId);
+    return undefined;
+  }
+  // Bounded by the organisations that exist: entries are replaced, never piled up.
+  cache.set(organisationId, {
+    perMinute: organisation.rateLimitPerMinute,
+    until: at + RATE_LIMIT_TTL_MS,
+  });
+  return organisation.rateLimitPerMinute;
+}
+
+/** Forgets the limits this process remembers (after an organisation's terms change here). */
+export function forgetRateLimits(api: ApiContext): void {
+  limitCaches.get(api)?.clear();
+}
 
 /** Names of the two partitions, as they appear in the RateLimit fields. */
 const POLICY_NAMES = { submission: 'submissions', status: 'status-reads' } as const;
@@ -24,12 +66,9 @@ export const rateLimitMiddleware: Middleware = async (context, route, next) => {
   if (partition === undefined || !organisationId) return next();
   const { api } = context;
   const now = api.clock.now();
-  const organisation = await api.store.getOrganisation(organisationId, now);
-  if (!organisation) return next();
-  const limit =
-    partition === 'submission'
-      ? organisation.rateLimitPerMinute
-      : organisation.rateLimitPerMinute * STATUS_READ_MULTIPLIER;
+  const perMinute = await rateLimitPerMinute(api, organisationId, now);
+  if (perMinute === undefined) return next();
+  const limit = partition === 'submission' ? perMinute : perMinute * STATUS_READ_MULTIPLIER;
   const windowStart = Math.floor(now.getTime() / RATE_WINDOW_MS) * RATE_WINDOW_MS;
   const count = await api.store.hitRateLimit(
     `${organisationId}:${partition}`,
@@ -53,5 +92,5 @@ export const rateLimitMiddleware: Middleware = async (context, route, next) => {
       extensions: { limit, retryAfterSeconds: resetSeconds },
     });
   }
-  return addResponseHeaders(await next({ ...context, organisation }), Object.entries(fields), true);
+  return addResponseHeaders(await next(), Object.entries(fields), true);
 };

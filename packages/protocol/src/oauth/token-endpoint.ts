@@ -6,6 +6,7 @@ import { signAccessToken } from './access-token.ts';
 import { verifyClientSecret } from './client-secrets.ts';
 import { ACCESS_TOKEN_LIFETIME_SECONDS, OAUTH_SCOPES } from './config.ts';
 import type { SigningKeyManager } from './signing-keys.ts';
+import { bufferedResponse } from '../http/buffered-response.ts';
 
 /** Where the token endpoint is served. */
 export const TOKEN_PATH = '/connect/token';
@@ -44,7 +45,7 @@ export interface TokenEndpointOptions {
 
 /** RFC 6749 5.1 and 5.2: JSON, never cached. */
 function oauthJson(body: unknown, status: number, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
+  return bufferedResponse(JSON.stringify(body), {
     status,
     headers: {
       'Content-Type': 'application/json; charset=utf-8',

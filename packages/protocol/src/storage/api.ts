@@ -5,6 +5,7 @@ import { BlobDigestMismatchError, BlobTooLargeError } from '../ports.ts';
 import type { BlobStore, Clock, StateStore } from '../ports.ts';
 import { STORAGE_PATH_PREFIX } from './signer.ts';
 import type { LinkSigner } from './signer.ts';
+import { bufferedResponse } from '../http/buffered-response.ts';
 
 /** What the storage origin needs. */
 export interface StorageApiOptions {
@@ -66,7 +67,7 @@ export function createStorageApi(options: StorageApiOptions): {
     });
     if (request.method === 'HEAD') {
       await body.cancel();
-      return new Response(null, { status: 200, headers });
+      return bufferedResponse(null, { status: 200, headers });
     }
     return new Response(body, { status: 200, headers });
   }
@@ -115,7 +116,7 @@ export function createStorageApi(options: StorageApiOptions): {
       if (!(await store.markUploaded(uploadId, sizeBytes, clock.now()))) {
         return problem('UploadAlreadyUploaded');
       }
-      return new Response(null, { status: 201, headers: { 'Cache-Control': 'no-store' } });
+      return bufferedResponse(null, { status: 201, headers: { 'Cache-Control': 'no-store' } });
     } catch (error) {
       if (error instanceof BlobTooLargeError) {
         return problem('FileTooLargeForPlan', `The upload ceiling is ${error.maxBytes} bytes.`);

@@ -24,9 +24,10 @@ afterEach(async () => {
   errors = [];
 });
 
-async function serve(handler: FetchHandler): Promise<RunningServer> {
+async function serve(handler: FetchHandler, lightRequests = false): Promise<RunningServer> {
   server = await listen(handler, {
     port: 0,
+    lightRequests,
     onError: (error) => {
       errors.push(error);
     },
@@ -244,6 +245,65 @@ describe('toRequest() through listen()', () => {
     req.destroy();
     disconnected.resolve(undefined);
     expect(await seen.promise).toEqual({ aborted: true, clone: true, isRequest: true });
+  });
+
+  it('with lightRequests, hands a bodiless request that reads like a platform one', async () => {
+    const seen = deferred<Record<string, unknown>>();
+    const { url } = await serve(async (request) => {
+      const clone = request.clone();
+      seen.resolve({
+        isRequest: request instanceof Request,
+        method: request.method,
+        url: request.url,
+        accept: request.headers.get('accept'),
+        repeated: request.headers.get('x-twice'),
+        body: request.body,
+        text: await request.text(),
+        cloneUrl: clone.url,
+        cloneAccept: clone.headers.get('accept'),
+        mode: request.mode,
+        aborted: request.signal.aborted,
+      });
+      return new Response('ok');
+    }, true);
+    const got = await call(url, {
+      path: '/v1/a/../b?x=1',
+      headers: { Accept: 'application/json', 'X-Twice': ['1', '2'] },
+    });
+    expect(got.status).toBe(200);
+    expect(await seen.promise).toEqual({
+      isRequest: true,
+      method: 'GET',
+      url: `${url}/v1/b?x=1`,
+      accept: 'application/json',
+      repeated: '1, 2',
+      body: null,
+      text: '',
+      cloneUrl: `${url}/v1/b?x=1`,
+      cloneAccept: 'application/json',
+      mode: 'cors',
+      aborted: false,
+    });
+  });
+
+  it('with lightRequests, aborts the signal of a bodiless request when the client goes away', async () => {
+    const started = deferred<undefined>();
+    const aborted = deferred<unknown>();
+    const { url } = await serve(async (request) => {
+      started.resolve(undefined);
+      await new Promise((resolve) => {
+        request.signal.addEventListener('abort', resolve, { once: true });
+      });
+      aborted.resolve(request.signal.reason);
+      return new Response('too late');
+    }, true);
+    const target = new URL(url);
+    const req = httpRequest({ host: target.hostname, port: target.port, path: '/wait' });
+    req.on('error', () => undefined);
+    req.end();
+    await started.promise;
+    req.destroy();
+    expect(await aborted.promise).toMatchObject({ name: 'AbortError' });
   });
 
   it('errors the body stream when the client disconnects mid-upload', async () => {

@@ -46,6 +46,8 @@ export interface ListenOptions {
   readonly maxHeaderBytes?: number;
   /** Receives handler errors (see {@link ListenerOptions.onError}). */
   readonly onError?: ErrorReporter;
+  /** See {@link ListenerOptions.lightRequests}. @default false */
+  readonly lightRequests?: boolean;
 }
 
 /** A listening server; see {@link listen}. */
@@ -85,6 +87,7 @@ export async function listen(
   const listener = createListener(handler, {
     ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
     ...(options.onError !== undefined ? { onError: options.onError } : {}),
+    ...(options.lightRequests !== undefined ? { lightRequests: options.lightRequests } : {}),
   });
   const server = createServer(
     {

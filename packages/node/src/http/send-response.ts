@@ -33,12 +33,20 @@ export async function sendResponse(
 ): Promise<void> {
   const buffered = bufferedBodyOf(response);
   if (buffered !== undefined) {
-    writeHead(res, response);
     const hasBody = buffered !== null && !BODYLESS_STATUSES.has(response.status);
-    // HEAD is told the length the GET would send.
-    if (hasBody && !res.hasHeader('content-length')) {
-      res.setHeader('content-length', buffered.byteLength);
+    // One header block, as node's raw list (each Set-Cookie its own line); HEAD is told the
+    // length the GET would send.
+    const head: string[] = [];
+    let length = false;
+    for (const [name, value] of response.headers) {
+      if (name === 'set-cookie') continue;
+      if (name === 'content-length') length = true;
+      head.push(name, value);
     }
+    for (const cookie of response.headers.getSetCookie()) head.push('set-cookie', cookie);
+    if (hasBody && !length) head.push('content-length', String(buffered.byteLength));
+    if (response.statusText === '') res.writeHead(response.status, head);
+    else res.writeHead(response.status, response.statusText, head);
     await endResponse(res, hasBody && method !== 'HEAD' ? buffered : undefined);
     return;
   }

@@ -49,8 +49,10 @@ export function convertRequest(
   req: IncomingMessage,
   baseUrl: string | URL,
   res: ServerResponse | undefined,
+  light = false,
 ): ConvertedRequest {
-  const origin = new URL(baseUrl).origin;
+  const origin =
+    typeof baseUrl === 'string' && ORIGIN.test(baseUrl) ? baseUrl : new URL(baseUrl).origin;
   const url = new URL(`${origin}${toOriginForm(req.url ?? '/')}`);
   const method = req.method ?? 'GET';
 
@@ -75,7 +77,12 @@ export function convertRequest(
   }
 
   const body = hasBody(req, method) ? toBodyStream(req) : undefined;
-  if (!body) return { request: new BodilessRequest(url, { method, headers }, disconnect), body };
+  if (!body) {
+    const request = light
+      ? (new LightRequest(url.href, method, headers, disconnect) as unknown as Request)
+      : new BodilessRequest(url, { method, headers }, disconnect);
+    return { request, body };
+  }
   const init: StreamingRequestInit = {
     method,
     headers,
@@ -85,6 +92,9 @@ export function convertRequest(
   };
   return { request: new Request(url, init), body };
 }
+
+/** A bare origin (`http://host:port`, no path): used as it is, without parsing it again. */
+const ORIGIN = /^https?:\/\/[^/?#@\s]+$/i;
 
 /**
  * The client going away, as an `AbortSignal` made only when someone asks for it. Most requests
@@ -118,10 +128,104 @@ function disconnected(): DOMException {
  * (A request with a body follows the signal from the start: whatever reads the body may copy
  * the request, and a copy follows only the signal given at construction.)
  */
+/**
+ * A bodiless request that makes the platform `Request` only when a member beyond `method`,
+ * `url`, `headers`, `signal`, `body` and `bodyUsed` is used. An undici `Request` costs some
+ * 15 µs of CPU and garbage per request, a third of a status read. It is a `Request` to readers
+ * (`instanceof`, every member), but not to the platform's own constructor: `new Request(it)` and
+ * `fetch(it)` do not accept it, which is why it is opt-in ({@link ListenerOptions.lightRequests}).
+ */
+class LightRequest {
+  readonly #url: string;
+  readonly #method: string;
+  readonly #headers: Headers;
+  readonly #disconnect: Disconnect;
+  #platform: Request | undefined;
+  readonly body = null;
+
+  constructor(url: string, method: string, headers: Headers, disconnect: Disconnect) {
+    this.#url = url;
+    this.#method = method;
+    this.#headers = headers;
+    this.#disconnect = disconnect;
+  }
+
+  #real(): Request {
+    this.#platform ??= new BodilessRequest(
+      this.#url,
+      { method: this.#method, headers: this.#headers },
+      this.#disconnect,
+    );
+    return this.#platform;
+  }
+
+  get method(): string {
+    return this.#method;
+  }
+  get url(): string {
+    return this.#url;
+  }
+  get headers(): Headers {
+    return this.#platform?.headers ?? this.#headers;
+  }
+  get signal(): AbortSignal {
+    return this.#disconnect.signal;
+  }
+  get bodyUsed(): boolean {
+    return this.#platform?.bodyUsed ?? false;
+  }
+  get cache(): RequestCache {
+    return this.#real().cache;
+  }
+  get credentials(): RequestCredentials {
+    return this.#real().credentials;
+  }
+  get destination(): RequestDestination {
+    return this.#real().destination;
+  }
+  get integrity(): string {
+    return this.#real().integrity;
+  }
+  get keepalive(): boolean {
+    return this.#real().keepalive;
+  }
+  get mode(): RequestMode {
+    return this.#real().mode;
+  }
+  get redirect(): RequestRedirect {
+    return this.#real().redirect;
+  }
+  get referrer(): string {
+    return this.#real().referrer;
+  }
+  get referrerPolicy(): ReferrerPolicy {
+    return this.#real().referrerPolicy;
+  }
+  arrayBuffer(): Promise<ArrayBuffer> {
+    return this.#real().arrayBuffer();
+  }
+  blob(): Promise<Blob> {
+    return this.#real().blob();
+  }
+  formData(): Promise<FormData> {
+    return this.#real().formData();
+  }
+  json(): Promise<unknown> {
+    return this.#real().json();
+  }
+  text(): Promise<string> {
+    return this.#real().text();
+  }
+  clone(): Request {
+    return this.#real().clone();
+  }
+}
+Object.setPrototypeOf(LightRequest.prototype, Request.prototype);
+
 class BodilessRequest extends Request {
   readonly #disconnect: Disconnect;
 
-  constructor(url: URL, init: RequestInit, disconnect: Disconnect) {
+  constructor(url: URL | string, init: RequestInit, disconnect: Disconnect) {
     super(url, init);
     this.#disconnect = disconnect;
   }

@@ -17,7 +17,7 @@ export function withRequestLog(
 ): (request: Request) => Promise<Response> {
   return async (request) => {
     const started = performance.now();
-    const { pathname } = new URL(request.url);
+    const pathname = pathOf(request.url);
     const line = (status: number, documentId: string | undefined): Record<string, unknown> => ({
       server,
       method: request.method,
@@ -38,6 +38,14 @@ export function withRequestLog(
     logger.info(line(response.status, documentId), 'request');
     return response;
   };
+}
+
+/** The path of an absolute URL as the request carries it (`https://host/a/b?q` → `/a/b`). */
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  if (start === -1) return '/';
+  const end = url.slice(start).search(/[?#]/);
+  return end === -1 ? url.slice(start) : url.slice(start, start + end);
 }
 
 /** The id of a document just submitted: it is only in the envelope of `POST /v1/documents`. */

@@ -131,6 +131,8 @@ export async function startServer(options: ServerOptions): Promise<RunningDisarm
         hostname: host,
         requestTimeoutMs: API_REQUEST_TIMEOUT_MS,
         onError,
+        // Both handlers are APIs of @disarm/protocol: they never re-wrap a request.
+        lightRequests: true,
       },
     );
     listeners.push(apiServer);
@@ -141,6 +143,8 @@ export async function startServer(options: ServerOptions): Promise<RunningDisarm
         hostname: host,
         requestTimeoutMs: STORAGE_REQUEST_TIMEOUT_MS,
         onError,
+        // Both handlers are APIs of @disarm/protocol: they never re-wrap a request.
+        lightRequests: true,
       },
     );
     listeners.push(storageServer);

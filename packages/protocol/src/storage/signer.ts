@@ -88,22 +88,35 @@ export function createLinkSigner(secret: Uint8Array, storageBaseUrl: string): Li
     const signature = await crypto.subtle.sign('HMAC', await keyPromise, encoder.encode(text));
     return toBase64Url(new Uint8Array(signature));
   });
-  const mac = (claims: LinkClaims): Promise<string> => macOf(canonical(claims));
+  const build = async (claims: LinkClaims, text: string): Promise<string> => {
+    const url = new URL(
+      `${STORAGE_PATH_PREFIX}${claims.key.split('/').map(encodeURIComponent).join('/')}`,
+      base,
+    );
+    url.searchParams.set('expires', String(Math.floor(claims.expiresAt.getTime() / 1000)));
+    if (claims.operation === 'get') {
+      url.searchParams.set('filename', claims.fileName);
+      url.searchParams.set('type', claims.contentType);
+    } else {
+      url.searchParams.set('max', String(claims.maxBytes));
+    }
+    url.searchParams.set('sig', await macOf(text));
+    return url.toString();
+  };
+  /** Whole links by their claims: a client polling a finished document gets the same link. */
+  const links = new Map<string, string>();
   return {
     async sign(claims) {
-      const url = new URL(
-        `${STORAGE_PATH_PREFIX}${claims.key.split('/').map(encodeURIComponent).join('/')}`,
-        base,
-      );
-      url.searchParams.set('expires', String(Math.floor(claims.expiresAt.getTime() / 1000)));
-      if (claims.operation === 'get') {
-        url.searchParams.set('filename', claims.fileName);
-        url.searchParams.set('type', claims.contentType);
-      } else {
-        url.searchParams.set('max', String(claims.maxBytes));
+      const text = canonical(claims);
+      const known = links.get(text);
+      if (known !== undefined) return known;
+      const link = await build(claims, text);
+      links.set(text, link);
+      if (links.size > SIGNATURE_CACHE_ENTRIES) {
+        const oldest = links.keys().next();
+        if (oldest.done !== true) links.delete(oldest.value);
       }
-      url.searchParams.set('sig', await mac(claims));
-      return url.toString();
+      return link;
     },
     async verify(url, operation, now) {
       if (!url.pathname.startsWith(STORAGE_PATH_PREFIX)) return 'invalid_signature';
@@ -135,7 +148,7 @@ export function createLinkSigner(secret: Uint8Array, storageBaseUrl: string): Li
         if (!/^\d{1,15}$/.test(maxText)) return 'invalid_signature';
         claims = { operation, key, expiresAt, maxBytes: Number(maxText) };
       }
-      if (!timingSafeEqual(await mac(claims), signature)) return 'invalid_signature';
+      if (!timingSafeEqual(await macOf(canonical(claims)), signature)) return 'invalid_signature';
       if (now.getTime() >= expiresAt.getTime()) return 'expired';
       return claims;
     },

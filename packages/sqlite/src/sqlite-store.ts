@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 
 import { createAccountOps, createOrganisationRows } from './_internal/accounts.ts';
 import { openCounters } from './_internal/counters.ts';
+import { createReadScope } from './_internal/read-scope.ts';
 import type { Counters } from './_internal/counters.ts';
 import { createDocumentOps } from './_internal/documents.ts';
 import { createRequestOps } from './_internal/requests.ts';
@@ -161,40 +162,41 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const accounts = createAccountOps(db, organisations);
   const documents = createDocumentOps(db, organisations);
   const requests = createRequestOps(db);
+  const scope = createReadScope(db);
 
   return {
     path: options.path,
     countersPath,
-    migrate: () => migrate(db),
+    migrate: scope.writing(() => migrate(db)),
 
-    createOrganisation: settle(accounts.createOrganisation),
-    getOrganisation: settle(accounts.getOrganisation),
-    listOrganisations: settle(accounts.listOrganisations),
-    updateOrganisation: settle(accounts.updateOrganisation),
+    createOrganisation: settle(scope.writing(accounts.createOrganisation)),
+    getOrganisation: settle(scope.reading(accounts.getOrganisation)),
+    listOrganisations: settle(scope.reading(accounts.listOrganisations)),
+    updateOrganisation: settle(scope.writing(accounts.updateOrganisation)),
 
-    createApiKey: settle(accounts.createApiKey),
-    findApiKeyByHash: settle(accounts.findApiKeyByHash),
-    listApiKeys: settle(accounts.listApiKeys),
-    revokeApiKey: settle(accounts.revokeApiKey),
+    createApiKey: settle(scope.writing(accounts.createApiKey)),
+    findApiKeyByHash: settle(scope.reading(accounts.findApiKeyByHash)),
+    listApiKeys: settle(scope.reading(accounts.listApiKeys)),
+    revokeApiKey: settle(scope.writing(accounts.revokeApiKey)),
 
-    acceptDocument: settle(documents.acceptDocument),
-    checkCanSubmit: settle(documents.checkCanSubmit),
-    getDocument: settle(documents.getDocument),
-    recordDownload: settle(documents.recordDownload),
-    deleteDocumentFile: settle(documents.deleteDocumentFile),
-    leaseDocument: settle(documents.leaseDocument),
-    renewLease: settle(documents.renewLease),
-    finishDocument: settle(documents.finishDocument),
-    recoverLapsedLeases: settle(documents.recoverLapsedLeases),
-    clearIntake: settle(documents.clearIntake),
+    acceptDocument: settle(scope.writing(documents.acceptDocument)),
+    checkCanSubmit: settle(scope.writing(documents.checkCanSubmit)),
+    getDocument: settle(scope.reading(documents.getDocument)),
+    recordDownload: settle(scope.writing(documents.recordDownload)),
+    deleteDocumentFile: settle(scope.writing(documents.deleteDocumentFile)),
+    leaseDocument: settle(scope.writing(documents.leaseDocument)),
+    renewLease: settle(scope.writing(documents.renewLease)),
+    finishDocument: settle(scope.writing(documents.finishDocument)),
+    recoverLapsedLeases: settle(scope.writing(documents.recoverLapsedLeases)),
+    clearIntake: settle(scope.writing(documents.clearIntake)),
 
-    createUpload: settle(documents.createUpload),
-    getUpload: settle(documents.getUpload),
-    getUploadById: settle(documents.getUploadById),
-    markUploaded: settle(documents.markUploaded),
+    createUpload: settle(scope.writing(documents.createUpload)),
+    getUpload: settle(scope.reading(documents.getUpload)),
+    getUploadById: settle(scope.reading(documents.getUploadById)),
+    markUploaded: settle(scope.writing(documents.markUploaded)),
 
-    listSweepable: settle(documents.listSweepable),
-    markSwept: settle(documents.markSwept),
+    listSweepable: settle(scope.writing(documents.listSweepable)),
+    markSwept: settle(scope.writing(documents.markSwept)),
 
     hitRateLimit: (bucket, windowStart, at) => {
       try {
@@ -204,19 +206,20 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       }
     },
 
-    claimIdempotencyKey: settle(requests.claimIdempotencyKey),
-    completeIdempotencyKey: settle(requests.completeIdempotencyKey),
-    releaseIdempotencyKey: settle(requests.releaseIdempotencyKey),
-    purgeIdempotencyKeys: settle(requests.purgeIdempotencyKeys),
+    claimIdempotencyKey: settle(scope.writing(requests.claimIdempotencyKey)),
+    completeIdempotencyKey: settle(scope.writing(requests.completeIdempotencyKey)),
+    releaseIdempotencyKey: settle(scope.writing(requests.releaseIdempotencyKey)),
+    purgeIdempotencyKeys: settle(scope.writing(requests.purgeIdempotencyKeys)),
 
-    createOAuthClient: settle(accounts.createOAuthClient),
-    getOAuthClient: settle(accounts.getOAuthClient),
-    listOAuthClients: settle(accounts.listOAuthClients),
-    updateOAuthClient: settle(accounts.updateOAuthClient),
-    listSigningKeys: settle(accounts.listSigningKeys),
-    saveSigningKey: settle(accounts.saveSigningKey),
+    createOAuthClient: settle(scope.writing(accounts.createOAuthClient)),
+    getOAuthClient: settle(scope.reading(accounts.getOAuthClient)),
+    listOAuthClients: settle(scope.reading(accounts.listOAuthClients)),
+    updateOAuthClient: settle(scope.writing(accounts.updateOAuthClient)),
+    listSigningKeys: settle(scope.reading(accounts.listSigningKeys)),
+    saveSigningKey: settle(scope.writing(accounts.saveSigningKey)),
 
     close: settle(() => {
+      scope.end();
       // Closing twice is harmless; closing checkpoints the WAL into the main file.
       if (db.open) db.close();
       counters?.close();

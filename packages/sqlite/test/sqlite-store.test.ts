@@ -317,6 +317,29 @@ describe('createSqliteStore', () => {
     expect(counts).toEqual(Array.from({ length: processes * perProcess }, (_, index) => index + 1));
   }, 120_000);
 
+  it('reads of one turn share one snapshot; a write, or the next turn, starts from the latest state', async () => {
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    const other = open(path);
+    await store.createOrganisation({ id: 'org_a', name: 'A', plan: 'payg' }, T0);
+    const credit = (): Promise<number | undefined> =>
+      store.getOrganisation('org_a', T0).then((organisation) => organisation?.creditBalancePence);
+    // One turn: the first read begins the snapshot; another process's commit lands after it.
+    const before = credit();
+    other.updateOrganisation('org_a', { creditDeltaPence: 30 }, T0);
+    const sameTurn = credit();
+    expect([await before, await sameTurn]).toEqual([0, 0]);
+    // The next turn sees it.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await credit()).toBe(30);
+    // A write in the middle of a turn is not refused for a stale snapshot, and is seen at once.
+    const stale = credit();
+    other.updateOrganisation('org_a', { creditDeltaPence: 5 }, T0);
+    const written = store.updateOrganisation('org_a', { creditDeltaPence: 1 }, T0);
+    const after = credit();
+    expect([await stale, (await written)?.creditBalancePence, await after]).toEqual([30, 36, 36]);
+  });
+
   it('counts the hits of one event-loop turn in one commit, each in its arrival order', async () => {
     const path = join(dir, 'state.db');
     const store = open(path);

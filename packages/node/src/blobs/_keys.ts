@@ -17,6 +17,13 @@ export function isBlobKey(key: unknown): key is string {
   return segments.length <= MAX_KEY_SEGMENTS && segments.every((segment) => SEGMENT.test(segment));
 }
 
+/** @throws {TypeError} unless `key` is a blob key (see {@link isBlobKey}). */
+export function assertBlobKey(key: unknown): asserts key is string {
+  if (!isBlobKey(key)) {
+    throw new TypeError(`invalid blob key ${JSON.stringify(String(key)).slice(0, 80)}`);
+  }
+}
+
 /**
  * The file of `key` under `root`. Keys are made by the service (`output/<id>`,
  * `uploads/<org>/<id>`), never by a client, so anything else is a bug: a `TypeError`, not a
@@ -24,9 +31,7 @@ export function isBlobKey(key: unknown): key is string {
  * @throws {TypeError} for a key with other characters, empty or dot segments, or too long.
  */
 export function keyToPath(root: string, key: unknown): string {
-  if (!isBlobKey(key)) {
-    throw new TypeError(`invalid blob key ${JSON.stringify(String(key)).slice(0, 80)}`);
-  }
+  assertBlobKey(key);
   const path = join(root, ...key.split('/'));
   // Belt and braces: the pattern already rules out every way out of `root`.
   const inside = relative(root, resolve(path));

@@ -7,7 +7,7 @@ import { BlobDigestMismatchError, BlobTooLargeError, UPLOAD_CONTENT_TYPE } from 
 import type { BlobStore, LinkSigner, SignedUpload } from '@disarm/protocol';
 
 import { fileStream, writeAll } from '../_internal/file-stream.ts';
-import { keyToPath } from './_keys.ts';
+import { assertBlobKey, keyToPath } from './_keys.ts';
 
 /** Name of an in-progress `put`: hidden (keys cannot start with `.`) and marked. */
 const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
@@ -155,12 +155,13 @@ export function createLocalBlobStore(options: LocalBlobStoreOptions): LocalBlobS
     },
 
     async signedDownloadUrl(key, { expiresAt, fileName, contentType }) {
-      pathOf(key);
+      // A link names no path: the key's form is all there is to check (the storage route maps it).
+      assertBlobKey(key);
       return signer.sign({ operation: 'get', key, expiresAt, fileName, contentType });
     },
 
     async signedUploadUrl(key, { expiresAt, maxBytes }): Promise<SignedUpload> {
-      pathOf(key);
+      assertBlobKey(key);
       return {
         url: await signer.sign({ operation: 'put', key, expiresAt, maxBytes }),
         method: 'PUT',

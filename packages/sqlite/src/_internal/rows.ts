@@ -216,18 +216,7 @@ export function toDocument(row: DocumentRow): DocumentRecord {
     submittedAt: new Date(row.submitted_at),
     startedAt: toDateOrNull(row.started_at),
     completedAt: toDateOrNull(row.completed_at),
-    output:
-      row.output_blob_key === null
-        ? null
-        : {
-            blobKey: row.output_blob_key,
-            fileName: row.output_file_name ?? '',
-            format: row.output_format ?? '',
-            mediaType: row.output_media_type ?? '',
-            converted: row.output_converted === 1,
-            sizeBytes: row.output_size_bytes ?? 0,
-            findings: parseStored(row.output_findings ?? '[]') as Finding[],
-          },
+    output: row.output_blob_key === null ? null : toOutput(row, row.output_blob_key),
     reason: row.reason,
     threatNames: parseStored(row.threat_names) as string[],
     detail: row.detail,
@@ -239,6 +228,27 @@ export function toDocument(row: DocumentRow): DocumentRecord {
     chargedPence: row.charged_pence,
     countedInAllowance: row.counted_in_allowance === 1,
     attempts: row.attempts,
+  };
+}
+
+/**
+ * The output columns of a document row. Its findings are parsed on first use: a status read,
+ * the busiest query there is, never shows them.
+ */
+function toOutput(row: DocumentRow, blobKey: string): NonNullable<DocumentRecord['output']> {
+  const stored = row.output_findings ?? '[]';
+  let findings: Finding[] | undefined;
+  return {
+    blobKey,
+    fileName: row.output_file_name ?? '',
+    format: row.output_format ?? '',
+    mediaType: row.output_media_type ?? '',
+    converted: row.output_converted === 1,
+    sizeBytes: row.output_size_bytes ?? 0,
+    get findings(): Finding[] {
+      findings ??= parseStored(stored) as Finding[];
+      return findings;
+    },
   };
 }
 

@@ -122,7 +122,7 @@ describe('createSqliteStore', () => {
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
-    expect(migrations).toHaveLength(5);
+    expect(migrations).toHaveLength(6);
     await first.close();
 
     const second = open(path);
@@ -153,7 +153,7 @@ describe('createSqliteStore', () => {
       inspect(path, (raw) =>
         raw.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
       ),
-    ).toEqual([1, 2, 3, 4, 5]);
+    ).toEqual([1, 2, 3, 4, 5, 6]);
     expect(await upgraded.listSigningKeys()).toEqual([
       {
         kid: 'kid_old',
@@ -338,6 +338,27 @@ describe('createSqliteStore', () => {
     const written = store.updateOrganisation('org_a', { creditDeltaPence: 1 }, T0);
     const after = credit();
     expect([await stale, (await written)?.creditBalancePence, await after]).toEqual([30, 36, 36]);
+  });
+
+  it('answers a repeated read of an unchanged document from memory, and any change by any process at once', async () => {
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    const worker = open(path);
+    await store.createOrganisation({ id: 'org_a', name: 'A', plan: 'internal' }, T0);
+    await store.acceptDocument(rawDocument('doc_1'), T0);
+    const first = await store.getDocument('org_a', 'doc_1');
+    expect(await store.getDocument('org_a', 'doc_1')).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    // Another process (a worker's connection) takes the document: the next read shows it.
+    expect((await worker.leaseDocument('worker-1', T0, 60_000))?.id).toBe('doc_1');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await store.getDocument('org_a', 'doc_1'))?.status).toBe('processing');
+    // Scoped to the organisation, cached or not.
+    expect(await store.getDocument('org_b', 'doc_1')).toBeUndefined();
+    const revisions = inspect(path, (db) =>
+      db.prepare("SELECT revision FROM documents WHERE id = 'doc_1'").pluck().get(),
+    );
+    expect(revisions).toBe(1);
   });
 
   it('counts the hits of one event-loop turn in one commit, each in its arrival order', async () => {

@@ -20,6 +20,27 @@ CREATE TABLE IF NOT EXISTS rate_limits (
 CREATE INDEX IF NOT EXISTS rate_limits_window ON rate_limits (window_start);
 `;
 
+/** Pause between attempts of {@link untilUnlocked}. */
+const LOCKED_RETRY_MS = 5;
+
+/** Runs `step`, again while SQLite says the file is busy or locked, for up to `timeoutMs`. */
+function untilUnlocked(timeoutMs: number, step: () => unknown): void {
+  const deadline = Date.now() + timeoutMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      step();
+      return;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const busy = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
+      if (!busy || Date.now() >= deadline) throw error;
+      // A synchronous pause: opening is synchronous, and this happens once per process.
+      Atomics.wait(pause, 0, 0, LOCKED_RETRY_MS);
+    }
+  }
+}
+
 /** The rate-limit counters, in their own database file and connection. */
 export interface Counters {
   readonly hitRateLimit: StateStore['hitRateLimit'];
@@ -57,7 +78,9 @@ export function openCounters(path: string, busyTimeoutMs: number): Counters {
   const db = new Database(path, { timeout: busyTimeoutMs });
   try {
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-    db.pragma('journal_mode = WAL');
+    // Several processes may make the file at the same moment (their first hits): turning a new
+    // file to WAL needs it alone, and SQLite answers "locked" at once rather than waiting.
+    untilUnlocked(busyTimeoutMs, () => db.pragma('journal_mode = WAL'));
     db.pragma('synchronous = NORMAL');
     db.transaction(() => db.exec(COUNTERS_SCHEMA)).immediate();
   } catch (error) {

@@ -29,6 +29,9 @@ export type DocumentOps = Pick<
   | 'markSwept'
 >;
 
+/** Documents whose last read this connection remembers (a few MB at most). */
+const RECENT_DOCUMENTS = 1024;
+
 /** Spec "Limits": download link and cleaned-file retention, 24 hours from completion. */
 const DOWNLOAD_RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -78,6 +81,17 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
   const selectOwnDocument = db.prepare<[string, string], DocumentRow>(
     'SELECT * FROM documents WHERE organisation_id = ? AND id = ?',
   );
+  const selectOwnRevision = db
+    .prepare<[string, string], number>(
+      'SELECT revision FROM documents WHERE organisation_id = ? AND id = ?',
+    )
+    .pluck();
+  /**
+   * Documents read lately, by id, with the revision they were read at: a poll of an unchanged
+   * document reads one column, not the whole row (every update moves the revision; see
+   * migration 6). Bounded; the least recently read goes first.
+   */
+  const recent = new Map<string, { revision: number; record: DocumentRecord }>();
   const insertDocument = db.prepare<[NewDocumentRow]>(
     `INSERT INTO documents (
        id, organisation_id, status, lane, file_name, size_bytes, delete_after_download,
@@ -418,8 +432,25 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
       return meterRefusal(organisation);
     },
     getDocument(organisationId, id) {
+      const revision = selectOwnRevision.get(organisationId, id);
+      if (revision === undefined) {
+        recent.delete(id);
+        return undefined;
+      }
+      const known = recent.get(id);
+      if (known?.revision === revision && known.record.organisationId === organisationId) {
+        return known.record;
+      }
       const row = selectOwnDocument.get(organisationId, id);
-      return row === undefined ? undefined : toDocument(row);
+      if (row === undefined) return undefined;
+      const record = Object.freeze(toDocument(row));
+      recent.delete(id);
+      recent.set(id, { revision: row.revision, record });
+      if (recent.size > RECENT_DOCUMENTS) {
+        const oldest = recent.keys().next();
+        if (oldest.done !== true) recent.delete(oldest.value);
+      }
+      return record;
     },
     recordDownload: (organisationId, id, at) =>
       recordDownloadOnce.immediate(organisationId, id, at),

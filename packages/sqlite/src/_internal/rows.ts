@@ -80,6 +80,8 @@ export interface DocumentRow {
   readonly detail: string | null;
   /** Added by migration 5; absent on rows read from an older schema (never in practice). */
   readonly reason_detail: string | null;
+  /** Added by migration 6: moved by every update of the row. */
+  readonly revision: number;
   readonly download_expires_at: number | null;
   readonly first_download_at: number | null;
   readonly deleted_at: number | null;

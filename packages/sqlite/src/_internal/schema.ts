@@ -232,6 +232,20 @@ const MIGRATION_5_REASON_DETAIL = `
 ALTER TABLE documents ADD COLUMN reason_detail TEXT;
 `;
 
+/**
+ * A revision on every document row, moved by every update (whatever statement or process makes
+ * it), so a process can tell with a one-column read that a document it read before is
+ * unchanged. The WHEN keeps the trigger's own update from firing it again.
+ */
+const MIGRATION_6_DOCUMENT_REVISION = `
+ALTER TABLE documents ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER documents_revision AFTER UPDATE ON documents
+  WHEN NEW.revision = OLD.revision
+  BEGIN
+    UPDATE documents SET revision = OLD.revision + 1 WHERE id = NEW.id;
+  END;
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
@@ -244,6 +258,7 @@ const MIGRATIONS: readonly Migration[] = [
   },
   { version: 4, name: 'rate limits in the counters file', sql: MIGRATION_4_RATE_LIMITS_MOVED },
   { version: 5, name: 'document reason detail', sql: MIGRATION_5_REASON_DETAIL },
+  { version: 6, name: 'document revision', sql: MIGRATION_6_DOCUMENT_REVISION },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `

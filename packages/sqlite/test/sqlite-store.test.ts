@@ -326,18 +326,20 @@ describe('createSqliteStore', () => {
       store.getOrganisation('org_a', T0).then((organisation) => organisation?.creditBalancePence);
     // One turn: the first read begins the snapshot; another process's commit lands after it.
     const before = credit();
-    other.updateOrganisation('org_a', { creditDeltaPence: 30 }, T0);
+    const landed = other.updateOrganisation('org_a', { creditDeltaPence: 30 }, T0);
     const sameTurn = credit();
     expect([await before, await sameTurn]).toEqual([0, 0]);
+    expect((await landed)?.creditBalancePence).toBe(30);
     // The next turn sees it.
     await new Promise((resolve) => setImmediate(resolve));
     expect(await credit()).toBe(30);
     // A write in the middle of a turn is not refused for a stale snapshot, and is seen at once.
     const stale = credit();
-    other.updateOrganisation('org_a', { creditDeltaPence: 5 }, T0);
+    const alsoLanded = other.updateOrganisation('org_a', { creditDeltaPence: 5 }, T0);
     const written = store.updateOrganisation('org_a', { creditDeltaPence: 1 }, T0);
     const after = credit();
     expect([await stale, (await written)?.creditBalancePence, await after]).toEqual([30, 36, 36]);
+    expect((await alsoLanded)?.creditBalancePence).toBe(35);
   });
 
   it('answers a repeated read of an unchanged document from memory, and any change by any process at once', async () => {

@@ -1,0 +1,231 @@
+/**
+ * Office rebuild throughput and peak memory (issue 11 item 7), side by side in one run with the
+ * floor — a plain unzip + zip of the same members (Info-ZIP `unzip -q` then `zip -q -r -X`,
+ * deflate level 6) — and mat2 (`mat2 --inplace`), on documents generated here: Word text from
+ * 10 KB up (`--large` adds ~100 MB), an Excel sheet of many cells, an OpenDocument text, and a
+ * Word and a PowerPoint document with a photo (the image is re-encoded by the image handler, so
+ * those rows are reported apart from the floor target).
+ *
+ * Ours runs the BUILT engine (`npm run build` first) as its own process under GNU time, like the
+ * peers: wall seconds and peak RSS of the whole process, plus the `disarm()` call alone.
+ *
+ * @example
+ * ```sh
+ * npm run bench:office               # writes bench/RESULTS-office.md
+ * npm run bench:office -- --large    # also the ~100 MB document
+ * ```
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import {
+  buildImage,
+  buildOdt,
+  buildPresentation,
+  buildWordDocument,
+  buildWorkbook,
+  seededRandom,
+} from '@disarm/fixtures';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const REPO_DIR = resolve(BENCH_DIR, '..');
+const OUT_DIR = join(BENCH_DIR, '.out', 'office-bench');
+const RESULTS = join(BENCH_DIR, 'RESULTS-office.md');
+const TIMEOUT_MS = 900_000;
+/** mat2 is skipped above this size: it only runs into the timeout there. */
+const MAX_MAT2_BYTES = 20 * 1024 * 1024;
+
+interface Case {
+  readonly name: string;
+  readonly extension: string;
+  /** True when the document has an image the image handler re-encodes. */
+  readonly images: boolean;
+  readonly build: () => Promise<Buffer>;
+}
+
+function words(count: number, seed: number): string[] {
+  const random = seededRandom(seed);
+  return Array.from({ length: count }, () =>
+    Array.from({ length: 12 }, () => Math.floor(random() * 1e9).toString(36)).join(' '),
+  );
+}
+
+function cases(large: boolean): Case[] {
+  const photo = async (): Promise<Uint8Array> =>
+    new Uint8Array(await buildImage('png', { width: 1600, height: 1200 }));
+  return [
+    {
+      name: 'docx text 100 ¶',
+      extension: 'docx',
+      images: false,
+      build: () => buildWordDocument('docx', { texts: words(100, 1) }),
+    },
+    {
+      name: 'docx text 10k ¶',
+      extension: 'docx',
+      images: false,
+      build: () => buildWordDocument('docx', { texts: words(10_000, 2) }),
+    },
+    {
+      name: 'docx text 100k ¶',
+      extension: 'docx',
+      images: false,
+      build: () => buildWordDocument('docx', { texts: words(100_000, 3) }),
+    },
+    ...(large
+      ? [
+          {
+            name: 'docx text 1M ¶',
+            extension: 'docx',
+            images: false,
+            build: () => buildWordDocument('docx', { texts: words(1_000_000, 4) }),
+          },
+        ]
+      : []),
+    {
+      name: 'xlsx 100k cells',
+      extension: 'xlsx',
+      images: false,
+      build: () => buildWorkbook('xlsx', { texts: words(100_000, 5) }),
+    },
+    {
+      name: 'odt text 10k ¶',
+      extension: 'odt',
+      images: false,
+      build: () => buildOdt({ texts: words(10_000, 6) }),
+    },
+    {
+      name: 'docx + photo',
+      extension: 'docx',
+      images: true,
+      build: async () => buildWordDocument('docx', { texts: words(100, 7), image: await photo() }),
+    },
+    {
+      name: 'pptx + photo',
+      extension: 'pptx',
+      images: true,
+      build: async () => buildPresentation('pptx', { texts: words(5, 8), image: await photo() }),
+    },
+  ];
+}
+
+interface Measure {
+  readonly seconds: number | undefined;
+  readonly rssMiB: number | undefined;
+  readonly stdout: string;
+  readonly note?: string;
+}
+
+function timed(command: string, args: readonly string[], cwd = REPO_DIR): Measure {
+  const run = spawnSync('/usr/bin/time', ['-f', '__TIME__ %e %M', command, ...args], {
+    cwd,
+    timeout: TIMEOUT_MS,
+    maxBuffer: 64 * 1024 * 1024,
+    encoding: 'utf8',
+  });
+  const match = /__TIME__ ([\d.]+) (\d+)/.exec(run.stderr);
+  if (run.status !== 0 || !match) {
+    return {
+      seconds: undefined,
+      rssMiB: undefined,
+      stdout: '',
+      note: run.signal ? 'timeout' : `exit ${String(run.status)}: ${run.stderr.slice(0, 200)}`,
+    };
+  }
+  return { seconds: Number(match[1]), rssMiB: Number(match[2]) / 1024, stdout: run.stdout };
+}
+
+/** Ours: the built engine in a process of its own; prints the `disarm()` seconds. */
+const OURS = `
+import { readFileSync, writeFileSync } from 'node:fs';
+import { disarm } from '@disarm/core';
+const [input, output, fileName] = process.argv.slice(1);
+const started = performance.now();
+const outcome = await disarm({ bytes: readFileSync(input), fileName }, { limits: { timeoutMs: ${TIMEOUT_MS} } });
+if (outcome.status !== 'cleaned') { process.stderr.write(outcome.status + ': ' + outcome.detail + '\\n'); process.exit(1); }
+writeFileSync(output, outcome.bytes);
+process.stdout.write(((performance.now() - started) / 1000).toFixed(3) + '\\n');
+`;
+
+function largestMemberMiB(path: string): number {
+  const listing = spawnSync('unzip', ['-Zl', path], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  let largest = 0;
+  for (const line of listing.stdout.split('\n')) {
+    const size = Number(/^\S+\s+\S+\s+\S+\s+(\d+)\s/.exec(line)?.[1] ?? 0);
+    if (size > largest) largest = size;
+  }
+  return largest / 1024 / 1024;
+}
+
+const f = (value: number | undefined, digits = 2): string =>
+  value === undefined ? '-' : value.toFixed(digits);
+const ratio = (a: number | undefined, b: number | undefined): string =>
+  a === undefined || b === undefined || b === 0 ? '-' : `${(a / b).toFixed(2)}×`;
+
+async function main(): Promise<void> {
+  const large = process.argv.includes('--large');
+  const built = spawnSync('npm', ['run', 'build'], {
+    cwd: REPO_DIR,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  if (built.status !== 0) throw new Error('npm run build failed');
+  rmSync(OUT_DIR, { recursive: true, force: true });
+  mkdirSync(OUT_DIR, { recursive: true });
+  const rows: string[] = [];
+  for (const item of cases(large)) {
+    const slug = item.name.replace(/[^a-z0-9]+/gi, '-');
+    const input = join(OUT_DIR, `${slug}.${item.extension}`);
+    writeFileSync(input, await item.build());
+    const bytes = statSync(input).size;
+    const largest = largestMemberMiB(input);
+
+    const ours = timed(process.execPath, [
+      '--input-type=module',
+      '-e',
+      OURS,
+      input,
+      join(OUT_DIR, `${slug}.ours.${item.extension}`),
+      `bench.${item.extension}`,
+    ]);
+    const inProcess = ours.stdout.trim() === '' ? undefined : Number(ours.stdout.trim());
+
+    const unpacked = join(OUT_DIR, `${slug}.unzipped`);
+    const floorOut = join(OUT_DIR, `${slug}.floor.${item.extension}`);
+    const floor = timed('sh', [
+      '-c',
+      'unzip -q -o "$1" -d "$2" && cd "$2" && zip -q -r -X "$3" .',
+      'floor',
+      input,
+      unpacked,
+      floorOut,
+    ]);
+
+    let mat2: Measure | undefined;
+    if (bytes <= MAX_MAT2_BYTES) {
+      const copy = join(OUT_DIR, `${slug}.mat2.${item.extension}`);
+      copyFileSync(input, copy);
+      mat2 = timed('mat2', ['--inplace', copy]);
+    }
+    const mb = bytes / 1024 / 1024;
+    rows.push(
+      `| ${item.name}${item.images ? ' (image re-encoded)' : ''} | ${f(mb)} | ${f(largest)} | ${f(ours.seconds)} s / ${f(ours.rssMiB, 0)} MiB${ours.note ? ` (${ours.note})` : ''} | ${f(inProcess)} s | ${f(floor.seconds)} s / ${f(floor.rssMiB, 0)} MiB | ${mat2 === undefined ? 'skipped (> 20 MB)' : `${f(mat2.seconds)} s / ${f(mat2.rssMiB, 0)} MiB${mat2.note ? ` (${mat2.note})` : ''}`} | ${ratio(inProcess, floor.seconds)} | ${ratio(ours.seconds, floor.seconds)} | ${ratio(mat2?.seconds, ours.seconds)} |`,
+    );
+    process.stdout.write(`${rows.at(-1) ?? ''}\n`);
+  }
+  const table = [
+    '| document | MB | largest member MB | ours (wall / peak RSS) | ours disarm() | floor: unzip + zip (wall / RSS) | mat2 --inplace | ours disarm() / floor | ours wall / floor | mat2 / ours wall |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows,
+  ].join('\n');
+  writeFileSync(
+    RESULTS,
+    `# Office results\n\nGenerated by \`npm run bench:office${large ? ' -- --large' : ''}\` on ${new Date().toISOString()} (Node ${process.version}, 2 shared cores). Every tool runs as its own process under GNU time; "ours disarm()" is the engine call alone, without Node's start-up and module loading (about 0.3 s and 100 MiB, mostly the image codec).\n\n${table}\n`,
+  );
+}
+
+await main();

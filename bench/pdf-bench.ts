@@ -5,7 +5,7 @@
  * Every tool runs as its own process under GNU time (wall seconds, peak RSS); ours also reports
  * the in-process rebuild time, without Node's start-up.
  *
- * nice -n 10 node --import tsx --conditions=@disarm/source bench/pdf-bench.ts [--large]
+ * nice -n 10 node --import tsx --conditions=@disarm/source bench/pdf-bench.ts [--large] [--only <case>]
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -121,8 +121,12 @@ async function main(): Promise<void> {
     ['image-60p', 'image', 60, 1200],
   ];
   if (process.argv.includes('--large')) cases.push(['image-240p', 'image', 240, 1200]);
+  // `--only <name>`: one case (e.g. `--large --only image-240p`).
+  const onlyAt = process.argv.indexOf('--only');
+  const only = onlyAt === -1 ? undefined : process.argv[onlyAt + 1];
   const rows: string[] = [];
   for (const [name, kind, pages, side] of cases) {
+    if (only !== undefined && name !== only) continue;
     const input = join(OUT_DIR, `${name}.pdf`);
     writeFileSync(input, await generate(kind, pages, side));
     const sizeMB = statSync(input).size / 1e6;

@@ -43,8 +43,15 @@ export function writePdf({
   // renumbered twice.
   const done = new WeakSet<PDFObject>();
 
-  const parts: Buffer[] = [latin1(`%${header}-${version}\n%\u00e2\u00e3\u00cf\u00d3\n`)];
-  let length = parts[0]?.length ?? 0;
+  // Two passes: every object is rebuilt and renumbered first (its size is then known), then
+  // written straight into one buffer of the exact size. Image data that needs no re-encoding
+  // stays a view of the input, so the peak is about the input plus the output, never a list of
+  // pieces and their concatenation side by side.
+  const rebuilt: PDFObject[] = [];
+  const heads: Buffer[] = [];
+  const head = latin1(`%${header}-${version}\n%\u00e2\u00e3\u00cf\u00d3\n`);
+  const tail = latin1('\nendobj\n');
+  let length = head.length;
   const offsets: number[] = [];
   for (const [index, ref] of objects.entries()) {
     let object = context.lookup(ref);
@@ -54,23 +61,37 @@ export function writePdf({
       object = rebuildStream(object, context, budget, inspect);
     }
     renumber(object instanceof PDFRawStream ? object.dict : object, numbers, done);
-    const bytes = new Uint8Array(object.sizeInBytes());
-    object.copyBytesInto(bytes, 0);
-    const chunk = Buffer.concat([latin1(`${index + 1} 0 obj\n`), bytes, latin1('\nendobj\n')]);
+    const objectHead = latin1(`${index + 1} 0 obj\n`);
     offsets.push(length);
-    parts.push(chunk);
-    length += chunk.length;
+    rebuilt.push(object);
+    heads.push(objectHead);
+    length += objectHead.length + object.sizeInBytes() + tail.length;
   }
   const xrefOffset = length;
   const rows = offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`);
-  parts.push(latin1(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${rows.join('')}`));
-  const id = createHash('sha256').update(Buffer.concat(parts)).digest('hex').slice(0, 32);
-  parts.push(
+  const xref = latin1(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${rows.join('')}`);
+  // The trailer's length does not depend on the ID's value (always 32 hex digits).
+  const trailerOf = (id: string): Buffer =>
     latin1(
       `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /ID [<${id}> <${id}>] >>\nstartxref\n${xrefOffset}\n%%EOF\n`,
-    ),
-  );
-  return Buffer.concat(parts);
+    );
+  const trailerLength = trailerOf('0'.repeat(32)).length;
+  const out = Buffer.allocUnsafe(xrefOffset + xref.length + trailerLength);
+  let at = head.copy(out, 0);
+  rebuilt.forEach((object, index) => {
+    at += (heads[index] ?? Buffer.alloc(0)).copy(out, at);
+    const written = object.copyBytesInto(out, at);
+    if (written !== object.sizeInBytes())
+      throw new TypeError('a PDF object changed size while written');
+    at += written;
+    at += tail.copy(out, at);
+  });
+  if (at !== xrefOffset) throw new TypeError('PDF object offsets do not add up');
+  at += xref.copy(out, at);
+  const id = createHash('sha256').update(out.subarray(0, at)).digest('hex').slice(0, 32);
+  at += trailerOf(id).copy(out, at);
+  if (at !== out.length) throw new TypeError('the PDF trailer length changed');
+  return out;
 }
 
 /** Rewrites every reference inside one object to its new number (nesting was bounded by disarm). */

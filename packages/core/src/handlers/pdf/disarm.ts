@@ -81,23 +81,66 @@ export function disarmDocument(
     throw new Rejection('invalid_file', 'the PDF trailer names no document catalogue');
   }
   const catalog = context.lookup(rootRef);
-  if (!(catalog instanceof PDFDict) || !(catalog.get(key('Pages')) instanceof PDFRef)) {
-    throw new Rejection('invalid_file', 'the PDF has no document catalogue with a page tree');
+  if (!(catalog instanceof PDFDict)) {
+    throw new Rejection('invalid_file', 'the PDF has no document catalogue');
   }
   if (context.trailerInfo.Info !== undefined) findings.add('document-metadata');
   disarmCatalog(catalog, context, findings);
+  // ISO 32000-1 7.7.2: /Type is required; minimal files leave it out.
+  catalog.set(key('Type'), key('Catalog'));
+  registerDirectFields(catalog, context);
+  const pagesRef = pageTreeRoot(catalog, context, findings);
   const contentStreams = new Set<PDFRef>();
-  const pageCount = countPages(context, catalog.get(key('Pages')), { deadline, contentStreams });
+  const pageCount = countPages(context, findings, pagesRef, { deadline, contentStreams });
 
   const walker = new Walker(context, findings, deadline);
   const objects = walker.walk(rootRef);
-  if (!(catalog.get(key('Pages')) instanceof PDFRef)) {
-    throw new Rejection(
-      'invalid_file',
-      'the PDF page tree is not a page tree (an action stood in its place)',
-    );
-  }
   return { objects, pageCount, contentStreams };
+}
+
+/** Fields of the interactive form are indirect objects (ISO 32000-1 12.7.2, table 218). */
+function registerDirectFields(catalog: PDFDict, context: PDFContext): void {
+  const form = context.lookup(catalog.get(key('AcroForm')));
+  const fields = form instanceof PDFDict ? context.lookup(form.get(key('Fields'))) : undefined;
+  if (!(fields instanceof PDFArray)) return;
+  for (let index = 0; index < fields.size(); index += 1) {
+    const field = fields.get(index);
+    if (field instanceof PDFDict) fields.set(index, context.register(field));
+  }
+}
+
+/**
+ * The page tree's root (ISO 32000-1 7.7.3), made a `/Pages` node. Minimal hand-made files and
+ * proofs of concept (`/Pages <<>>`) put a single page, or nothing usable, where the root belongs;
+ * readers open them (Acrobat runs their script) and show one empty page. Such a file is rebuilt:
+ * a direct node becomes an object, a lone page gets a root above it, and a root that is an action,
+ * not a dictionary or missing is removed (counted) and replaced by an empty root, which
+ * {@link countPages} gives one blank page.
+ */
+function pageTreeRoot(catalog: PDFDict, context: PDFContext, findings: FindingTally): PDFRef {
+  let value = catalog.get(key('Pages'));
+  if (value instanceof PDFDict) {
+    value = context.register(value);
+    catalog.set(key('Pages'), value);
+  }
+  const node = value instanceof PDFRef ? context.lookup(value) : undefined;
+  if (value instanceof PDFRef && node instanceof PDFDict && forbiddenKind(node) === undefined) {
+    if (
+      name(node.get(key('Type'))) === 'Pages' ||
+      context.lookup(node.get(key('Kids'))) instanceof PDFArray
+    ) {
+      return value;
+    }
+    const root = context.register(context.obj({ Type: 'Pages', Kids: [value], Count: 1 }));
+    node.set(key('Parent'), root);
+    if (!node.has(key('MediaBox'))) node.set(key('MediaBox'), context.obj(DEFAULT_MEDIA_BOX));
+    catalog.set(key('Pages'), root);
+    return root;
+  }
+  if (value !== undefined) countActions(value, context, findings, 'hidden-data');
+  const root = context.register(context.obj({ Type: 'Pages', Kids: [], Count: 0 }));
+  catalog.set(key('Pages'), root);
+  return root;
 }
 
 function disarmCatalog(catalog: PDFDict, context: PDFContext, findings: FindingTally): void {
@@ -145,18 +188,28 @@ function disarmCatalog(catalog: PDFDict, context: PDFContext, findings: FindingT
   }
 }
 
-/** Follows the page tree (ISO 32000-1 7.7.3) with a cycle check; returns the number of pages. */
+/** US Letter, what readers assume for a page without a `/MediaBox` (ISO 32000-1 7.7.3.3). */
+const DEFAULT_MEDIA_BOX = [0, 0, 612, 792];
+
+/**
+ * Follows the page tree (ISO 32000-1 7.7.3) with a cycle check and returns the number of pages.
+ * Kids that are actions are removed (counted), every `/Count` is rewritten to the pages found
+ * under its node, and a tree holding no page at all gets one blank page (see {@link pageTreeRoot}).
+ */
 function countPages(
   context: PDFContext,
-  pagesRef: PDFObject | undefined,
+  findings: FindingTally,
+  rootRef: PDFRef,
   { deadline, contentStreams }: { deadline: Deadline; contentStreams: Set<PDFRef> },
 ): number {
   const seen = new Set<PDFRef>();
+  /** Intermediate nodes in visiting order, each with its parent's index (-1 for the root). */
+  const nodes: { dict: PDFDict; parent: number; count: number }[] = [];
+  const stack: [PDFObject | undefined, number, number][] = [[rootRef, 0, -1]];
   let pages = 0;
-  const stack: [PDFObject | undefined, number][] = [[pagesRef, 0]];
   while (stack.length > 0) {
     deadline.check();
-    const [ref, depth] = stack.pop() ?? [undefined, 0];
+    const [ref, depth, parent] = stack.pop() ?? [undefined, 0, -1];
     if (!(ref instanceof PDFRef) || seen.has(ref) || depth > MAX_PAGE_TREE_DEPTH) {
       throw new Rejection(
         'invalid_file',
@@ -168,27 +221,52 @@ function countPages(
     if (!(node instanceof PDFDict))
       throw new Rejection('invalid_file', 'a PDF page tree node is not a dictionary');
     const kids = context.lookup(node.get(key('Kids')));
-    if (name(node.get(key('Type'))) === 'Page' || !(kids instanceof PDFArray)) {
-      if (forbiddenKind(node) !== undefined) {
-        throw new Rejection('invalid_file', 'the PDF page tree holds an action instead of a page');
-      }
+    if (
+      ref !== rootRef &&
+      (name(node.get(key('Type'))) === 'Page' || !(kids instanceof PDFArray))
+    ) {
       assertContentsPresent(node, context, contentStreams);
       // ISO 32000-1 7.7.3.3: /Type is required; readers that insist get it.
       node.set(key('Type'), key('Page'));
       pages += 1;
+      for (let index = parent; index >= 0; index = nodes[index]?.parent ?? -1) {
+        const ancestor = nodes[index];
+        if (ancestor) ancestor.count += 1;
+      }
       continue;
     }
     node.set(key('Type'), key('Pages'));
-    for (const [index, kid] of kids.asArray().entries()) {
-      // Kids must be indirect (7.7.3.2); a direct page dictionary becomes an object.
-      if (kid instanceof PDFDict) {
+    const list = kids instanceof PDFArray ? kids : context.obj([]);
+    if (!(kids instanceof PDFArray)) node.set(key('Kids'), list);
+    nodes.push({ dict: node, parent, count: 0 });
+    const self = nodes.length - 1;
+    for (let index = list.size() - 1; index >= 0; index -= 1) {
+      const kid = list.get(index);
+      const resolved = context.lookup(kid);
+      const kind = resolved instanceof PDFDict ? forbiddenKind(resolved) : undefined;
+      if (kind !== undefined) {
+        // An action where a page belongs (a proof of concept's trick): removed, never shown.
+        list.remove(index);
+        findings.add(kind);
+      } else if (kid instanceof PDFDict) {
+        // Kids must be indirect (7.7.3.2); a direct page dictionary becomes an object.
         const registered = context.register(kid);
-        kids.set(index, registered);
-        stack.push([registered, depth + 1]);
-      } else stack.push([kid, depth + 1]);
+        list.set(index, registered);
+        stack.push([registered, depth + 1, self]);
+      } else stack.push([kid, depth + 1, self]);
     }
   }
-  if (pages === 0) throw new Rejection('invalid_file', 'the PDF has no pages');
+  if (pages === 0) {
+    const root = context.lookup(rootRef, PDFDict);
+    const blank = context.register(
+      context.obj({ Type: 'Page', Parent: rootRef, MediaBox: DEFAULT_MEDIA_BOX, Resources: {} }),
+    );
+    root.set(key('Kids'), context.obj([blank]));
+    const first = nodes[0];
+    if (first) first.count = 1;
+    pages = 1;
+  }
+  for (const node of nodes) node.dict.set(key('Count'), context.obj(node.count));
   return pages;
 }
 
@@ -366,8 +444,11 @@ function countActions(
   let counted = 0;
   walkRemoved(value, context, (dict) => {
     const action = name(dict.lookup(key('S')));
-    if (action === undefined) return;
-    findings.add(SCRIPT_ACTION_TYPES.has(action) ? 'pdf-javascript' : 'pdf-action');
+    const script = dict.has(key('JS'));
+    if (action === undefined && !script) return;
+    // `/S //JS (...)` (an empty action type, as proofs of concept write it) still carries script.
+    const isScript = script || SCRIPT_ACTION_TYPES.has(action ?? '');
+    findings.add(isScript ? 'pdf-javascript' : 'pdf-action');
     counted += 1;
   });
   if (counted === 0) findings.add(fallback);

@@ -81,7 +81,33 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
   return { bytes: output, findings: findings.toArray() };
 }
 
+/**
+ * The bytes before a damaged file tail: a last `startxref` without its offset (a file cut or
+ * botched at the very end). The parser reads objects by scanning, not from that offset, so the
+ * file reads without it. Undefined when the tail is not damaged that way.
+ */
+function withoutDamagedTail(bytes: Uint8Array): Uint8Array | undefined {
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  const at = view.lastIndexOf('startxref');
+  if (at < 0) return undefined;
+  const tail = view
+    .subarray(at + 'startxref'.length, at + 'startxref'.length + 32)
+    .toString('latin1');
+  return /^\s*\d/.test(tail) ? undefined : bytes.subarray(0, at);
+}
+
 async function loadPdf(bytes: Uint8Array): Promise<PDFDocument> {
+  try {
+    return await parsePdf(bytes);
+  } catch (error) {
+    if (!(error instanceof Rejection) || error.reason !== 'invalid_file') throw error;
+    const repaired = withoutDamagedTail(bytes);
+    if (repaired === undefined) throw error;
+    return parsePdf(repaired);
+  }
+}
+
+async function parsePdf(bytes: Uint8Array): Promise<PDFDocument> {
   try {
     return await PDFDocument.load(bytes, {
       // An empty user password opens permissions-only files (ISO 32000-1 7.6.3.3); any other

@@ -413,7 +413,28 @@ describe('the PDF rebuild', () => {
       expect(text(outcome.bytes)).toContain('Sloppy');
     });
 
-    it('rejects a page tree that is an action as invalid_file', async () => {
+    it('rebuilds a proof of concept without a page tree as one blank page, its script gone', async () => {
+      // The corkami shape: an empty direct /Pages, the script on the catalogue's /AA, no xref.
+      const input = Buffer.from(
+        "%PDF-\nobj<<>>trailer<</Root<</Pages<<>>/AA<</WC<</S//JS(app.alert('x');)>>>>>>>>",
+        'latin1',
+      );
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'pdf-javascript': 1 });
+      expect(activeContent(outcome.bytes)).toEqual([]);
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      const info = execFileSync('pdfinfo', [file(outcome.bytes)]).toString();
+      expect(info).toMatch(/Pages:\s+1\n/);
+      expect(info).toMatch(/612 x 792/);
+      expect(
+        Buffer.compare(
+          Buffer.from(cleaned(await run(outcome.bytes)).bytes),
+          Buffer.from(outcome.bytes),
+        ),
+      ).toBe(0);
+    });
+
+    it('replaces a page tree that is an action by one blank page, counting the action', async () => {
       const input = buildRawPdf({
         objects: [
           { num: 1, body: '<< /Type /Catalog /Pages 2 0 R /OpenAction 2 0 R >>' },
@@ -421,7 +442,52 @@ describe('the PDF rebuild', () => {
         ],
         trailer: '/Root 1 0 R',
       });
-      expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'pdf-javascript': 2 });
+      expect(activeContent(outcome.bytes)).toEqual([]);
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(execFileSync('pdfinfo', [file(outcome.bytes)]).toString()).toMatch(/Pages:\s+1\n/);
+    });
+
+    it('drops an action standing among the kids and rewrites every wrong /Count', async () => {
+      const page = (num: number, contents: number, label: string): RawPdfObject[] => [
+        {
+          num,
+          body: `<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] /Contents ${contents} 0 R /Resources << /Font << /F1 9 0 R >> >> >>`,
+        },
+        { num: contents, body: '<< >>', stream: `BT /F1 24 Tf 72 700 Td (${label}) Tj ET` },
+      ];
+      const input = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          // Counts that lie: readers trusting them would show 7 pages, or 1.
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R 8 0 R] /Count 7 >>' },
+          { num: 3, body: '<< /Type /Pages /Parent 2 0 R /Kids [4 0 R 6 0 R] /Count 1 >>' },
+          ...page(4, 5, 'Page one'),
+          ...page(6, 7, 'Page two'),
+          { num: 8, body: '<< /S /Launch /F (calc.exe) >>' },
+          { num: 9, body: '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'pdf-action': 1 });
+      expect(activeContent(outcome.bytes)).toEqual([]);
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(execFileSync('pdfinfo', [file(outcome.bytes)]).toString()).toMatch(/Pages:\s+2\n/);
+      const pages = text(outcome.bytes);
+      expect(pages).toContain('Page one');
+      expect(pages).toContain('Page two');
+      const counts = Object.values(qpdfObjects(file(outcome.bytes)))
+        .map((object) => (object as { value?: unknown }).value)
+        .filter(
+          (value): value is Record<string, unknown> =>
+            typeof value === 'object' &&
+            value !== null &&
+            (value as Record<string, unknown>)['/Type'] === '/Pages',
+        )
+        .map((value) => value['/Count']);
+      expect(counts.sort()).toEqual([2, 2]);
     });
 
     it('rejects a page whose content stream has an unbalanced string as invalid_file', async () => {
@@ -456,6 +522,15 @@ describe('the PDF rebuild', () => {
         trailer: '/Root 1 0 R',
       });
       expect(cleaned(await run(inlineImage)).findings).toEqual([]);
+    });
+
+    it('reads a file whose last startxref lost its offset (a botched tail)', async () => {
+      const input = buildTextPdf({ pages: ['The tail was cut'] });
+      const at = input.lastIndexOf('startxref');
+      const damaged = input.subarray(0, at + 'startxref\n'.length);
+      const outcome = cleaned(await run(damaged));
+      expect(text(outcome.bytes)).toBe(text(input));
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
     });
 
     it('rejects a file cut before its catalogue and pages as invalid_file', async () => {

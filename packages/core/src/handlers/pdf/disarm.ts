@@ -27,6 +27,8 @@ import {
   SAFE_ANNOTATION_SUBTYPES,
   SAFE_NAMED_ACTIONS,
   SCRIPT_ACTION_TYPES,
+  allowedKeys,
+  dictionaryRole,
   isSafeUri,
 } from './rules.ts';
 
@@ -328,6 +330,18 @@ function forbiddenKind(dict: PDFDict): FindingKind | undefined {
   return undefined;
 }
 
+/** The key allowlist of a page, annotation or kept action (see `rules.ts`); undefined for others. */
+function allowedKeysOf(dict: PDFDict): ReadonlySet<string> | undefined {
+  const action = name(dict.lookup(key('S')));
+  const role = dictionaryRole({
+    type: name(dict.lookup(key('Type'))),
+    action,
+    subtype: name(dict.lookup(key('Subtype'))),
+    hasRect: dict.has(key('Rect')),
+  });
+  return role === undefined ? undefined : allowedKeys(role, action);
+}
+
 function kindOfKey(text: string): FindingKind {
   if (text === 'JS' || text === 'JavaScript') return 'pdf-javascript';
   if (text === 'XFA') return 'pdf-xfa';
@@ -381,6 +395,7 @@ class Walker {
       );
     }
     if (container instanceof PDFDict) {
+      const allowed = allowedKeysOf(container);
       for (const [entryKey, value] of container.entries()) {
         const text = entryKey.decodeText();
         if (FORBIDDEN_KEYS.has(text)) {
@@ -393,6 +408,11 @@ class Walker {
         if (dropped) {
           container.delete(entryKey);
           this.#findings.add(dropped);
+          continue;
+        }
+        if (allowed !== undefined && !allowed.has(text)) {
+          container.delete(entryKey);
+          this.#findings.add('hidden-data');
           continue;
         }
         if (!this.#keep(value, depth)) container.delete(entryKey);

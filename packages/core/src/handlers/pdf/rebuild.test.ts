@@ -319,6 +319,35 @@ describe('the PDF rebuild', () => {
     expect(json).toContain('"/URI":"u:https://example.com/"');
   });
 
+  it('keeps only the allowlisted keys of pages, annotations and kept actions', async () => {
+    const input = buildTextPdf({
+      page: `/PZ 1 /Tabs /S /AppPrivate (page secret) ${annots(100, 101)}`,
+      objects: [
+        {
+          num: 100,
+          body: '<< /Type /Annot /Subtype /Text /Rect [72 500 90 520] /Contents (note) /Open false /ExData << /Type /ExData /Subtype /Markup3D >> /Vendor (annot secret) >>',
+        },
+        {
+          // No /Type: an annotation by its subtype and /Rect; the action has no /Type either.
+          num: 101,
+          body: '<< /Subtype /Link /Rect [72 600 300 650] /Border [0 0 0] /A << /S /URI /URI (https://example.com/) /Payload (action secret) >> >>',
+        },
+      ],
+    });
+    const outcome = cleaned(await run(input));
+    expect(kinds(outcome)).toEqual({ 'hidden-data': 4 });
+    const output = Buffer.from(outcome.bytes);
+    for (const secret of ['page secret', 'annot secret', 'action secret', 'Markup3D']) {
+      expect(output.includes(secret)).toBe(false);
+    }
+    const json = JSON.stringify(qpdfObjects(file(output)));
+    for (const kept of ['"/PZ":1', '"/Tabs":"/S"', '"/Contents":"u:note"', '"/Open":false']) {
+      expect(json).toContain(kept);
+    }
+    expect(json).toContain('"/URI":"u:https://example.com/"');
+    await expectSafeRebuild(input, output);
+  });
+
   it('is deterministic: the same input gives the same bytes, with a content-derived /ID', async () => {
     const input = buildTextPdf({
       catalog: `/OpenAction ${JS}`,
@@ -682,6 +711,7 @@ describe('verify before release for PDF', () => {
     expect(await checkOf(edit('/Subtype /Type1', '/Subtype /Sound'))).toBe(
       'pdf.no-active-annotations',
     );
+    expect(await checkOf(edit('/MediaBox', '/MediaBoy'))).toBe('pdf.allowlist');
     expect(await checkOf(Buffer.concat([output, Buffer.from('tail')]))).toBe('pdf.structure');
     expect(await checkOf(output.subarray(0, output.length - 30))).toBe('pdf.structure');
   });

@@ -171,3 +171,198 @@ export const FDF_KEYS: ReadonlySet<string> = new Set([
   'Encoding',
   'Annots',
 ]);
+
+/**
+ * Dictionaries whose keys are on an allowlist of their own, beyond the keys forbidden everywhere:
+ * pages, annotations and the action types kept. Any other key (private application data, keys
+ * of a later revision we do not know) is dropped and counted as hidden data.
+ */
+export type DictionaryRole = 'page' | 'annotation' | 'action';
+
+/** What decides a dictionary's role, read the same way by the rebuild and by verify. */
+export interface DictionaryFacts {
+  /** `/Type`, `/S` and `/Subtype` as decoded names (indirect names resolved). */
+  readonly type: string | undefined;
+  readonly action: string | undefined;
+  readonly subtype: string | undefined;
+  readonly hasRect: boolean;
+}
+
+/**
+ * A page is what the rebuilt page tree marks `/Type /Page`; an annotation has a kept subtype and
+ * either `/Type /Annot` or a `/Rect` (`/Type` is optional, ISO 32000-1 table 164); an action has
+ * a kept `/S` and no `/Type` other than `/Action` (table 193).
+ */
+export function dictionaryRole(facts: DictionaryFacts): DictionaryRole | undefined {
+  if (facts.type === 'Page') return 'page';
+  if (
+    facts.subtype !== undefined &&
+    SAFE_ANNOTATION_SUBTYPES.has(facts.subtype) &&
+    (facts.type === 'Annot' || (facts.type === undefined && facts.hasRect))
+  ) {
+    return 'annotation';
+  }
+  if (
+    facts.action !== undefined &&
+    SAFE_ACTION_TYPES.has(facts.action) &&
+    (facts.type === undefined || facts.type === 'Action')
+  ) {
+    return 'action';
+  }
+  return undefined;
+}
+
+/**
+ * Page keys kept (ISO 32000-1 table 30, ISO 32000-2 table 31). `/AA`, `/Metadata` and
+ * `/PieceInfo` go by the rules for every dictionary.
+ */
+const PAGE_KEYS: ReadonlySet<string> = new Set([
+  'Type',
+  'Parent',
+  'LastModified',
+  'Resources',
+  'MediaBox',
+  'CropBox',
+  'BleedBox',
+  'TrimBox',
+  'ArtBox',
+  'BoxColorInfo',
+  'Contents',
+  'Rotate',
+  'Group',
+  'Thumb',
+  'B',
+  'Dur',
+  'Trans',
+  'Annots',
+  'StructParents',
+  'ID',
+  'PZ',
+  'SeparationInfo',
+  'Tabs',
+  'TemplateInstantiated',
+  'PresSteps',
+  'UserUnit',
+  'VP',
+  'OutputIntents',
+  'DPart',
+]);
+
+/**
+ * Annotation keys kept: the common ones (ISO 32000-1 table 164, ISO 32000-2 table 166), markup
+ * annotations (table 170), the kept subtypes' own (tables 172-192) and, for widgets merged with
+ * their field, the field keys (tables 220, 222, 226, 228-231). `/ExData` (external data, 3D
+ * markup) and `/AF` (associated files) are not among them.
+ */
+const ANNOTATION_KEYS: ReadonlySet<string> = new Set([
+  // common
+  'Type',
+  'Subtype',
+  'Rect',
+  'Contents',
+  'P',
+  'NM',
+  'M',
+  'F',
+  'AP',
+  'AS',
+  'Border',
+  'C',
+  'StructParent',
+  'OC',
+  'ca',
+  'CA',
+  'BM',
+  'Lang',
+  // markup
+  'T',
+  'Popup',
+  'RC',
+  'CreationDate',
+  'IRT',
+  'Subj',
+  'RT',
+  'IT',
+  // subtypes
+  'Open',
+  'Name',
+  'State',
+  'StateModel',
+  'A',
+  'Dest',
+  'H',
+  'PA',
+  'QuadPoints',
+  'BS',
+  'DA',
+  'Q',
+  'DS',
+  'CL',
+  'BE',
+  'RD',
+  'LE',
+  'L',
+  'IC',
+  'LL',
+  'LLE',
+  'Cap',
+  'LLO',
+  'CP',
+  'Measure',
+  'CO',
+  'Vertices',
+  'Path',
+  'Sy',
+  'InkList',
+  'Parent',
+  'MK',
+  'FixedPrint',
+  'MN',
+  'RO',
+  'OverlayText',
+  'Repeat',
+  'LastModified',
+  'Version',
+  'AnnotStates',
+  'FontFauxing',
+  // fields merged with their widget
+  'FT',
+  'Kids',
+  'TU',
+  'TM',
+  'Ff',
+  'V',
+  'DV',
+  'DR',
+  'Opt',
+  'TI',
+  'I',
+  'MaxLen',
+  'Lock',
+  'SV',
+  'RV',
+]);
+
+/** Keys of every kept action (ISO 32000-1 table 193) and of each kept type (tables 199-214). */
+const ACTION_COMMON_KEYS: readonly string[] = ['Type', 'S', 'Next'];
+const ACTION_KEYS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
+  (
+    [
+      ['GoTo', ['D', 'SD']],
+      ['Thread', ['D', 'B']],
+      ['URI', ['URI', 'IsMap']],
+      ['Named', ['N']],
+      ['ResetForm', ['Fields', 'Flags']],
+    ] as const
+  ).map(([action, keys]) => [action, new Set([...ACTION_COMMON_KEYS, ...keys])]),
+);
+
+/** The keys a dictionary of this role may carry; undefined when its role has no allowlist. */
+export function allowedKeys(
+  role: DictionaryRole,
+  action: string | undefined,
+): ReadonlySet<string> | undefined {
+  if (role === 'page') return PAGE_KEYS;
+  if (role === 'annotation') return ANNOTATION_KEYS;
+  return ACTION_KEYS.get(action ?? '');
+}

@@ -14,6 +14,8 @@ import {
   SAFE_ACTION_TYPES,
   SAFE_NAMED_ACTIONS,
   SCRIPT_ACTION_TYPES,
+  allowedKeys,
+  dictionaryRole,
   isSafeUri,
 } from './rules.ts';
 
@@ -41,7 +43,8 @@ const OUTPUT_FILTERS: ReadonlySet<string> = new Set([
  * - `pdf.no-active-annotations`: no RichMedia, 3D, Screen, Movie or Sound annotation;
  * - `pdf.no-xfa`: no `/XFA`;
  * - `pdf.catalog`: catalogue keys and name trees on the allowlist (FDF: the catalogue and `/FDF`
- *   dictionary keys on theirs).
+ *   dictionary keys on theirs);
+ * - `pdf.allowlist`: every page, annotation and kept action carries only the keys of its role.
  */
 export function verifyPdf(
   output: HandlerOutput,
@@ -191,6 +194,13 @@ function checkDictionary(num: number, dict: ReadonlyMap<string, PdfValue>, resol
       'pdf.no-actions',
       `object ${num} holds a named action outside navigation`,
     );
+  }
+  const role = dictionaryRole({ type, action, subtype, hasRect: dict.has('Rect') });
+  const allowed = role === undefined ? undefined : allowedKeys(role, action);
+  for (const dictKey of allowed === undefined ? [] : dict.keys()) {
+    if (!allowed?.has(dictKey)) {
+      throw new VerifyFailure('pdf.allowlist', `object ${num} (${role ?? ''}) carries /${dictKey}`);
+    }
   }
   if (subtype !== undefined && FORBIDDEN_ANNOTATION_SUBTYPES.has(subtype)) {
     throw new VerifyFailure(

@@ -30,6 +30,13 @@ import {
 } from '@disarm/fixtures';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+// The peers (qpdf, Ghostscript, mat2, GNU time, zip) are Debian packages this script installs.
+const ensured = spawnSync('bash', [join(BENCH_DIR, '..', 'scripts', 'ensure-bench-tools.sh')], {
+  stdio: 'inherit',
+});
+if (ensured.status !== 0) {
+  console.error('some peers are missing (see above); their columns will say so');
+}
 const REPO_DIR = resolve(BENCH_DIR, '..');
 const OUT_DIR = join(BENCH_DIR, '.out', 'office-bench');
 const RESULTS = join(BENCH_DIR, 'RESULTS-office.md');

@@ -5,7 +5,7 @@
  * Every tool runs as its own process under GNU time (wall seconds, peak RSS); ours also reports
  * the in-process rebuild time, without Node's start-up.
  *
- * nice -n 10 node --import tsx --conditions=@disarm/source bench/pdf-bench.ts [--large] [--only <case>]
+ * npm run bench:pdf [-- --large] [-- --only <case>]
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,13 @@ import type { RawPdfObject } from '@disarm/fixtures';
 import sharp from 'sharp';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+// The peers (qpdf, Ghostscript, mat2, GNU time, zip) are Debian packages this script installs.
+const ensured = spawnSync('bash', [join(BENCH_DIR, '..', 'scripts', 'ensure-bench-tools.sh')], {
+  stdio: 'inherit',
+});
+if (ensured.status !== 0) {
+  console.error('some peers are missing (see above); their columns will say so');
+}
 const OUT_DIR = join(BENCH_DIR, '.out', 'pdf-bench');
 const TIMEOUT_MS = 600_000;
 const LINES_PER_PAGE = 50;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the command-line tools the bench runs as peers (bench/run.ts calls this first):
 #   vips (libvips-tools), zip, unzip, GNU time (/usr/bin/time), gunzip (gzip), and ImageMagick
-#   (the BMP peer; libvips has no BMP saver), and wrk (the load generator of bench/api.ts).
+#   (the BMP peer; libvips has no BMP saver), wrk (the load generator of bench/api.ts), and the
+#   document peers of bench/pdf-bench.ts and bench/office-bench.ts: qpdf, Ghostscript and mat2.
 # Idempotent: silent when everything is present. Installs the missing Debian packages with apt-get
 # when run as root; otherwise names them and exits 1, and the bench marks those peers n/a.
 set -euo pipefail
@@ -21,6 +22,9 @@ command -v gunzip >/dev/null 2>&1 || missing+=(gzip)
 [ -x /usr/bin/time ] || missing+=(time)
 has_imagemagick || missing+=(imagemagick)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v qpdf >/dev/null 2>&1 || missing+=(qpdf)
+command -v gs >/dev/null 2>&1 || missing+=(ghostscript)
+command -v mat2 >/dev/null 2>&1 || missing+=(mat2)
 
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0

@@ -84,13 +84,20 @@ function cases(large: boolean): Case[] {
     ...(large
       ? [
           {
-            name: 'docx text 1M ¶',
-            extension: 'docx',
+            // ~95 MB: one Word part this size would pass the 64 MiB ceiling of a single XML part.
+            name: 'xlsx 1.6M cells in 64 sheets',
+            extension: 'xlsx',
             images: false,
-            build: () => buildWordDocument('docx', { texts: words(1_000_000, 4) }),
+            build: () => buildWorkbook('xlsx', { texts: words(1_600_000, 4), sheets: 64 }),
           },
         ]
       : []),
+    {
+      name: 'xlsx 100k cells in 50 sheets',
+      extension: 'xlsx',
+      images: false,
+      build: () => buildWorkbook('xlsx', { texts: words(100_000, 9), sheets: 50 }),
+    },
     {
       name: 'xlsx 100k cells',
       extension: 'xlsx',
@@ -108,6 +115,18 @@ function cases(large: boolean): Case[] {
       extension: 'docx',
       images: true,
       build: async () => buildWordDocument('docx', { texts: words(100, 7), image: await photo() }),
+    },
+    {
+      name: 'docx + 40 photos',
+      extension: 'docx',
+      images: true,
+      build: async () => {
+        const image = await photo();
+        return buildWordDocument('docx', {
+          texts: words(100, 10),
+          images: Array.from({ length: 40 }, () => image),
+        });
+      },
     },
     {
       name: 'pptx + photo',

@@ -80,7 +80,7 @@ export function writePdf({
   let at = head.copy(out, 0);
   rebuilt.forEach((object, index) => {
     at += (heads[index] ?? Buffer.alloc(0)).copy(out, at);
-    const written = object.copyBytesInto(out, at);
+    const written = copyObjectInto(object, out, at);
     if (written !== object.sizeInBytes())
       throw new TypeError('a PDF object changed size while written');
     at += written;
@@ -92,6 +92,23 @@ export function writePdf({
   at += trailerOf(id).copy(out, at);
   if (at !== out.length) throw new TypeError('the PDF trailer length changed');
   return out;
+}
+
+const STREAM_OPEN = latin1('\nstream\n');
+const STREAM_CLOSE = latin1('\nendstream');
+
+/**
+ * Writes one object at `at`; returns the bytes written. Stream data is copied in one block
+ * (pdf-lib's own `copyBytesInto` copies it byte by byte, a quarter of a 50 MB rebuild's time).
+ */
+function copyObjectInto(object: PDFObject, out: Buffer, at: number): number {
+  if (!(object instanceof PDFRawStream)) return object.copyBytesInto(out, at);
+  let offset = at + object.dict.copyBytesInto(out, at);
+  offset += STREAM_OPEN.copy(out, offset);
+  out.set(object.contents, offset);
+  offset += object.contents.length;
+  offset += STREAM_CLOSE.copy(out, offset);
+  return offset - at;
 }
 
 /** Rewrites every reference inside one object to its new number (nesting was bounded by disarm). */

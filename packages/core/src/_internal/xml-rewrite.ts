@@ -122,8 +122,41 @@ interface Frame {
   readonly written: boolean;
   /** Output length before the element's start tag (lazy containers roll back to it). */
   readonly start: number;
+  /** Output length right after the element's start tag (`<a></a>` is then written `<a/>`). */
+  readonly startTagEnd: number;
   readonly lazy: boolean;
   hasContent: boolean;
+}
+
+/**
+ * UTF-8 output written straight into one growing buffer: no list of pieces and no join (a 13 MB
+ * part used to become millions of small strings, most of the rewrite's memory and GC).
+ */
+class Utf8Output {
+  #buffer = Buffer.allocUnsafe(64 * 1024);
+  length = 0;
+
+  write(text: string): void {
+    // At most 3 bytes per UTF-16 unit.
+    if (this.length + text.length * 3 > this.#buffer.length) {
+      const next = Buffer.allocUnsafe(
+        Math.max(this.#buffer.length * 2, this.length + text.length * 3),
+      );
+      this.#buffer.copy(next, 0, 0, this.length);
+      this.#buffer = next;
+    }
+    this.length += this.#buffer.write(text, this.length, 'utf8');
+  }
+
+  /** Turns the `>` just written into `/>`. */
+  closeEmpty(): void {
+    this.length -= 1;
+    this.write('/>');
+  }
+
+  bytes(): Uint8Array {
+    return new Uint8Array(this.#buffer.buffer, this.#buffer.byteOffset, this.length).slice();
+  }
 }
 
 /**
@@ -132,7 +165,8 @@ interface Frame {
  * {@link walkXml}). Each element passes through `rules.element`.
  */
 export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRules): Uint8Array {
-  const out: string[] = ['<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'];
+  const out = new Utf8Output();
+  out.write('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n');
   const frames: Frame[] = [];
   let dropDepth = 0;
   const markContent = (): void => {
@@ -156,15 +190,16 @@ export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRul
       const written = decision.action === 'keep';
       const lazy = written && rules.dropWhenEmpty?.(element) === true;
       if (written && !lazy) markContent();
-      frames.push({ element, written, start: out.length, lazy, hasContent: false });
+      const start = out.length;
       if (written) {
         const attributes = decision.attributes ?? element.attributes;
-        out.push(`<${element.name}`);
+        let tag = `<${element.name}`;
         for (const attribute of attributes) {
-          out.push(` ${attribute.name}="${escapeAttribute(attribute.value)}"`);
+          tag += ` ${attribute.name}="${escapeAttribute(attribute.value)}"`;
         }
-        out.push('>');
+        out.write(`${tag}>`);
       }
+      frames.push({ element, written, start, startTagEnd: out.length, lazy, hasContent: false });
     },
     close() {
       if (dropDepth > 0) {
@@ -178,21 +213,21 @@ export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRul
         return;
       }
       if (frame.lazy) markContent();
-      const last = out.length - 1;
       // `<a></a>` is written `<a/>`, as the input most likely had it.
-      if (out[last] === '>' && last > frame.start) out[last] = '/>';
-      else out.push(`</${frame.element.name}>`);
+      if (out.length === frame.startTagEnd) out.closeEmpty();
+      else out.write(`</${frame.element.name}>`);
     },
     text(text) {
       if (dropDepth > 0) return;
       if (text.trim() !== '') markContent();
-      out.push(escapeText(text));
+      out.write(escapeText(text));
     },
   });
-  return new TextEncoder().encode(out.join(''));
+  return out.bytes();
 }
 
 function escapeText(text: string): string {
+  if (!/[&<>]/.test(text)) return text;
   return text.replace(/[&<>]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : '&gt;'));
 }
 

@@ -83,12 +83,7 @@ export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): voi
       name: tag.name,
       uri: tag.uri,
       localName: tag.local,
-      attributes: Object.values(tag.attributes).map((attribute) => ({
-        name: attribute.name,
-        uri: attribute.uri,
-        localName: attribute.local,
-        value: attribute.value,
-      })),
+      attributes: attributesOf(tag),
     };
     count += 1;
     walker.open?.(element, stack);
@@ -114,6 +109,23 @@ export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): voi
     failure ??= error;
   }
   if (failure) throw failure;
+}
+
+const NO_ATTRIBUTES: readonly XmlAttributeNode[] = Object.freeze([]);
+
+function attributesOf(tag: SaxesTagNS): readonly XmlAttributeNode[] {
+  let attributes: XmlAttributeNode[] | undefined;
+  for (const qualified in tag.attributes) {
+    const attribute = tag.attributes[qualified];
+    if (attribute === undefined) continue;
+    (attributes ??= []).push({
+      name: attribute.name,
+      uri: attribute.uri,
+      localName: attribute.local,
+      value: attribute.value,
+    });
+  }
+  return attributes ?? NO_ATTRIBUTES;
 }
 
 interface Frame {

@@ -216,7 +216,8 @@ function recountListParts(records: XlsbRecord[]): XlsbRecord[] {
 }
 
 function withU32(data: Uint8Array, offset: number, value: number): Uint8Array {
-  const copy = data.slice();
+  // A copy, never `slice()`: on a Node Buffer that is a view of the part.
+  const copy = new Uint8Array(data);
   new DataView(copy.buffer).setUint32(offset, value >>> 0, true);
   return copy;
 }
@@ -363,7 +364,7 @@ function remapExternSheet(
   if (count > (record.data.length - 4) / 12) {
     throw new Rejection('invalid_file', `${what}: BrtExternSheet counts more Xti than it holds`);
   }
-  const data = record.data.slice();
+  const data = new Uint8Array(record.data);
   const view = new DataView(data.buffer);
   for (let i = 0; i < count; i += 1) {
     const at = 4 + 12 * i;

@@ -17,7 +17,11 @@ import type { BinaryWorkbookOptions } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { Deadline } from '../../limits.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import type { DetectedFile, EngineContext } from '../types.ts';
+import { VerifyFailure } from '../types.ts';
+import { verifyOoxml } from './verify.ts';
 import { parseRecords } from './xlsb-records.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
 
@@ -379,6 +383,108 @@ describe('xlsb rebuild', () => {
       const records: XlsbRecord[] = parseRecords(read(name), name);
       expect(records.length, name).toBeGreaterThan(2);
     }
+  });
+});
+
+describe('verify before release of an xlsb', () => {
+  const context = {
+    deadline: new Deadline(60_000),
+    limits: { maxEntries: 1_000, maxBytes: 1 << 26 },
+  } as unknown as EngineContext;
+  const check = async (bytes: Uint8Array): Promise<string> => {
+    try {
+      await verifyOoxml({ bytes, findings: [] }, {} as DetectedFile, context);
+      return 'passed';
+    } catch (error) {
+      if (error instanceof VerifyFailure) return error.check;
+      throw error;
+    }
+  };
+  const sheetWith = (...records: Uint8Array[]): Buffer =>
+    Buffer.concat([xlsbRecord(R.BrtBeginSheet), ...records, xlsbRecord(R.BrtEndSheet)]);
+  const workbookWith = (...records: Uint8Array[]): Buffer =>
+    Buffer.concat([
+      xlsbRecord(R.BrtBeginBook),
+      xlsbRecord(R.BrtBeginBundleShs),
+      xlsbRecord(R.BrtBundleSh, Buffer.from([0, 0, 0, 0, 1, 0, 0, 0]), wide('rId1'), wide('S')),
+      xlsbRecord(R.BrtEndBundleShs),
+      ...records,
+      xlsbRecord(R.BrtEndBook),
+    ]);
+
+  it('passes a rebuilt workbook', async () => {
+    const outcome = await rebuilt({ macroSheet: true, oleObject: true, externalData: true });
+    expect(await check(outcome.bytes)).toBe('passed');
+    expect(await check(await minimalPackage(workbookWith()))).toBe('passed');
+  });
+
+  it.each([
+    [
+      'an OLE object block',
+      () =>
+        minimalPackage(
+          workbookWith(),
+          sheetWith(
+            xlsbRecord(R.BrtBeginOleObjects),
+            xlsbRecord(R.BrtOleObject, Buffer.alloc(14)),
+            xlsbRecord(R.BrtEndOleObjects),
+          ),
+        ),
+      'ooxml.active-content',
+    ],
+    [
+      'an Auto_Open name',
+      () =>
+        minimalPackage(
+          workbookWith(
+            xlsbRecord(
+              R.BrtName,
+              Buffer.from([0x20, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]),
+              wide('Auto_Open'),
+              Buffer.alloc(8),
+            ),
+          ),
+        ),
+      'ooxml.active-content',
+    ],
+    [
+      'a file-sharing record',
+      () => minimalPackage(workbookWith(xlsbRecord(R.BrtFileSharing, Buffer.alloc(8)))),
+      'ooxml.active-content',
+    ],
+    [
+      'a sheet bundle naming a relationship the workbook lacks',
+      () =>
+        minimalPackage(
+          workbookWith(
+            xlsbRecord(
+              R.BrtBundleSh,
+              Buffer.from([2, 0, 0, 0, 2, 0, 0, 0]),
+              wide('rId9'),
+              wide('M'),
+            ),
+          ),
+        ),
+      'ooxml.dangling-reference',
+    ],
+    [
+      'a hyperlink naming a relationship the sheet lacks',
+      () =>
+        minimalPackage(
+          workbookWith(),
+          sheetWith(
+            xlsbRecord(R.BrtHLink, Buffer.alloc(16), wide('rId7'), wide(''), wide(''), wide('')),
+          ),
+        ),
+      'ooxml.dangling-reference',
+    ],
+    [
+      'a record stream that does not parse',
+      () => minimalPackage(workbookWith(), sheetWith(Buffer.from([0x05, 0x7f]))),
+      'ooxml.xlsb-parse',
+    ],
+  ])('fails a package whose binary parts keep %s', async (_, make, expected) => {
+    expect(await check(await make())).toBe(expected);
   });
 });
 

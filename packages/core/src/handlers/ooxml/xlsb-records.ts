@@ -16,7 +16,7 @@ const MAX_RECORD_TYPE = 0x3fff;
 /** [MS-XLSB] 2.1.4: a record size is at most 4 bytes, so below 2^28. */
 const MAX_RECORD_BYTES = 0x0fffffff;
 /** Begin/End blocks nest far less deeply than this in anything Excel writes. */
-export const MAX_RECORD_DEPTH = 64;
+const MAX_RECORD_DEPTH = 64;
 /** Records in one part (each record is at least 2 bytes, so this also bounds the loop). */
 const MAX_RECORDS_PER_PART = 50_000_000;
 /** [MS-XLSB] 2.5.166 XLWideString: at most 32767 characters; nullable strings are not longer. */
@@ -73,7 +73,7 @@ export const RT = {
  * Begin record -> its End record, for the blocks whose nesting is checked ([MS-XLSB] 2.1.7: the
  * part grammars). Records outside this table are not containers as far as validation goes.
  */
-export const BLOCKS: ReadonlyMap<number, number> = new Map([
+const BLOCKS: ReadonlyMap<number, number> = new Map([
   [35, 36], // BrtFRTBegin / BrtFRTEnd
   [37, 38], // BrtACBegin / BrtACEnd
   [129, 130], // BrtBeginSheet

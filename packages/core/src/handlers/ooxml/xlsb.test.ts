@@ -370,6 +370,43 @@ describe('xlsb rebuild', () => {
     });
   });
 
+  it('renumbers 100,000 sheets and 100,000 sheet ranges in linear time', async () => {
+    const bundles = Array.from({ length: 100_000 }, (_, index) =>
+      xlsbRecord(
+        R.BrtBundleSh,
+        Buffer.from([0, 0, 0, 0, 1, 0, 0, 0]),
+        wide(index % 2 === 0 ? 'rId1' : 'rIdGone'),
+        wide(`S${index}`),
+      ),
+    );
+    const xti = Buffer.alloc(4 + 12 * 100_000);
+    xti.writeUInt32LE(100_000);
+    for (let i = 0; i < 100_000; i += 1) xti.writeInt32LE(99_999, 4 + 12 * i + 8);
+    const workbook = Buffer.concat([
+      xlsbRecord(R.BrtBeginBook),
+      xlsbRecord(R.BrtBeginBundleShs),
+      ...bundles,
+      xlsbRecord(R.BrtEndBundleShs),
+      xlsbRecord(R.BrtBeginExternals),
+      xlsbRecord(R.BrtSupSelf),
+      xlsbRecord(R.BrtExternSheet, xti),
+      xlsbRecord(R.BrtEndExternals),
+      xlsbRecord(R.BrtEndBook),
+    ]);
+    const started = performance.now();
+    const outcome = cleaned(
+      await disarm({ bytes: await minimalPackage(workbook), fileName: 'a.xlsb' }),
+    );
+    expect(performance.now() - started).toBeLessThan(10_000);
+    const { read } = await unzipped(outcome.bytes);
+    const records = recordsOf(read('xl/workbook.bin'));
+    expect(records.filter((record) => record.type === R.BrtBundleSh)).toHaveLength(50_000);
+    // Every range [0, 99999] now spans the 50,000 sheets left: [0, 49999].
+    const ranges = records.find((record) => record.type === R.BrtExternSheet)?.data;
+    expect(ranges?.readInt32LE(4 + 12 * 99_999 + 4)).toBe(0);
+    expect(ranges?.readInt32LE(4 + 12 * 99_999 + 8)).toBe(49_999);
+  });
+
   it('keeps an encrypted xlsb (a CFB with EncryptionInfo) password_protected', async () => {
     expect(
       await disarm({ bytes: COMPOUND_FIXTURES.encryptedOoxml(), fileName: 'a.xlsb' }),

@@ -76,6 +76,7 @@ export interface DefinedName {
 /** Offset of `itab` in BrtName: flags (4) and chKey (1) before it. */
 const NAME_ITAB_OFFSET = 5;
 
+/** Reads the flags, scope and name of a BrtName (not its formula). */
 export function readDefinedName(record: XlsbRecord, what: string): DefinedName {
   const reader = new RecordReader(record, what);
   const flags = reader.u32();
@@ -241,14 +242,14 @@ function rewriteWorkbook(
 ): XlsbRecord[] {
   // Old sheet index -> new one, or DELETED_SHEET for a dropped sheet.
   const sheetIndex: number[] = [];
+  let keptSheets = 0;
   for (const record of records) {
     if (record.type !== RT.BrtBundleSh) continue;
     const kept = part.keptIds.has(readBundleSheet(record, what).id);
-    sheetIndex.push(kept ? sheetIndex.filter((index) => index >= 0).length : DELETED_SHEET);
+    sheetIndex.push(kept ? keptSheets++ : DELETED_SHEET);
   }
-  const keptSheets = sheetIndex.filter((index) => index >= 0).length;
-  const remap = (itab: number): number =>
-    itab >= 0 && itab < sheetIndex.length ? (sheetIndex[itab] ?? DELETED_SHEET) : itab;
+  const sheets = createSheetMap(sheetIndex);
+  const remap = sheets.remap;
 
   // Kind of each supporting link, by position: true when the link was cut.
   const cutLinks: boolean[] = [];
@@ -304,7 +305,7 @@ function rewriteWorkbook(
         out.push(record);
         break;
       case RT.BrtExternSheet:
-        out.push(remapExternSheet(record, what, cutLinks, remap));
+        out.push(remapExternSheet(record, what, cutLinks, sheets));
         break;
       case RT.BrtFileSharing:
       case RT.BrtFileSharingIso:
@@ -349,6 +350,40 @@ function remapBookView(
   };
 }
 
+/** Old sheet indexes to new ones, for single sheets and for ranges of them. */
+interface SheetMap {
+  /** Sheets before the rebuild. */
+  readonly count: number;
+  /** The new index of a sheet, DELETED_SHEET for a dropped one; out-of-range ones unchanged. */
+  readonly remap: (itab: number) => number;
+  /** The new first and last index of the sheets kept in `[first, last]`, or `undefined`. */
+  readonly range: (first: number, last: number) => [number, number] | undefined;
+}
+
+function createSheetMap(sheetIndex: readonly number[]): SheetMap {
+  const count = sheetIndex.length;
+  // Nearest kept sheet at or after / at or before each index (its new index), -1 for none.
+  const next = new Int32Array(count + 1).fill(-1);
+  const previous = new Int32Array(count + 1).fill(-1);
+  for (let i = count - 1; i >= 0; i -= 1) {
+    const index = sheetIndex[i] ?? DELETED_SHEET;
+    next[i] = index >= 0 ? index : (next[i + 1] ?? -1);
+  }
+  for (let i = 0; i < count; i += 1) {
+    const index = sheetIndex[i] ?? DELETED_SHEET;
+    previous[i] = index >= 0 ? index : i > 0 ? (previous[i - 1] ?? -1) : -1;
+  }
+  return {
+    count,
+    remap: (itab) => (itab >= 0 && itab < count ? (sheetIndex[itab] ?? DELETED_SHEET) : itab),
+    range: (first, last) => {
+      const newFirst = next[first] ?? -1;
+      const newLast = previous[last] ?? -1;
+      return newFirst < 0 || newLast < 0 || newFirst > newLast ? undefined : [newFirst, newLast];
+    },
+  };
+}
+
 /**
  * [MS-XLSB] BrtExternSheet: cXti, then cXti Xti (iSupBook, itabFirst, itabLast; 2.5.172). Links
  * into a cut supporting link, and ranges wholly inside dropped sheets, become #REF!.
@@ -357,7 +392,7 @@ function remapExternSheet(
   record: XlsbRecord,
   what: string,
   cutLinks: readonly boolean[],
-  remap: (itab: number) => number,
+  sheets: SheetMap,
 ): XlsbRecord {
   const reader = new RecordReader(record, what);
   const count = reader.u32();
@@ -376,17 +411,10 @@ function remapExternSheet(
     if (cutLinks[link] === true) {
       newFirst = DELETED_SHEET;
       newLast = DELETED_SHEET;
-    } else if (cutLinks[link] === false && first >= 0 && last >= first) {
+    } else if (cutLinks[link] === false && first >= 0 && last >= first && last < sheets.count) {
       // Self and same-workbook links count this workbook's sheets: shrink the range to the
       // sheets that are left; nothing left is a deleted sheet.
-      newFirst = DELETED_SHEET;
-      newLast = DELETED_SHEET;
-      for (let itab = first; itab <= last && itab - first < 65_536; itab += 1) {
-        const mapped = remap(itab);
-        if (mapped < 0) continue;
-        if (newFirst < 0) newFirst = mapped;
-        newLast = mapped;
-      }
+      [newFirst, newLast] = sheets.range(first, last) ?? [DELETED_SHEET, DELETED_SHEET];
     }
     view.setInt32(at + 4, newFirst, true);
     view.setInt32(at + 8, newLast, true);

@@ -71,7 +71,16 @@ export interface DefinedName {
   /** Sheet index of a local name; 0xFFFFFFFF for a workbook name. */
   readonly itab: number;
   readonly name: string;
+  /**
+   * The Xti index when the whole formula is one 3-D reference (`Sheet!A1`, `Sheet!A1:B2`),
+   * the way a name pointing at a macro is written.
+   */
+  readonly reference: number | undefined;
 }
+
+/** [MS-XLSB] 2.5.97 PtgRef3d (9 bytes) and PtgArea3d (15 bytes), in their three classes. */
+const REF_3D = new Set([0x3a, 0x5a, 0x7a]);
+const AREA_3D = new Set([0x3b, 0x5b, 0x7b]);
 
 /** Offset of `itab` in BrtName: flags (4) and chKey (1) before it. */
 const NAME_ITAB_OFFSET = 5;
@@ -83,7 +92,16 @@ export function readDefinedName(record: XlsbRecord, what: string): DefinedName {
   reader.u8();
   const itab = reader.u32();
   const name = reader.string() ?? '';
-  return { flags, itab, name };
+  // NameParsedFormula: cce, then rgce of cce bytes.
+  const size = reader.u32();
+  const start = reader.offset;
+  reader.skip(size);
+  const ptg = record.data[start] ?? 0;
+  const single = (size === 9 && REF_3D.has(ptg)) || (size === 15 && AREA_3D.has(ptg));
+  const reference = single
+    ? (record.data[start + 1] ?? 0) | ((record.data[start + 2] ?? 0) << 8)
+    : undefined;
+  return { flags, itab, name, reference };
 }
 
 /** Whether a defined name runs something: an auto-run name, an XLM or VBA macro name. */
@@ -253,6 +271,8 @@ function rewriteWorkbook(
 
   // Kind of each supporting link, by position: true when the link was cut.
   const cutLinks: boolean[] = [];
+  // Xti indexes whose sheets of this workbook were all dropped.
+  const lostReferences = new Set<number>();
   const out: XlsbRecord[] = [];
   let bundle = 0;
   let skipUntil: number | undefined;
@@ -277,7 +297,9 @@ function rewriteWorkbook(
       case RT.BrtName: {
         const name = readDefinedName(record, what);
         const scope = name.itab === NO_SHEET ? NO_SHEET : remap(name.itab);
-        if (isRunningName(name) || scope === DELETED_SHEET) {
+        const lost = name.reference !== undefined && lostReferences.has(name.reference);
+        // A name that only points into a dropped (macro) sheet goes with it.
+        if (isRunningName(name) || scope === DELETED_SHEET || lost) {
           part.findings.add('xlm-macro');
           break;
         }
@@ -305,7 +327,7 @@ function rewriteWorkbook(
         out.push(record);
         break;
       case RT.BrtExternSheet:
-        out.push(remapExternSheet(record, what, cutLinks, sheets));
+        out.push(remapExternSheet(record, what, { cutLinks, sheets, lostReferences }));
         break;
       case RT.BrtFileSharing:
       case RT.BrtFileSharingIso:
@@ -391,9 +413,14 @@ function createSheetMap(sheetIndex: readonly number[]): SheetMap {
 function remapExternSheet(
   record: XlsbRecord,
   what: string,
-  cutLinks: readonly boolean[],
-  sheets: SheetMap,
+  links: {
+    readonly cutLinks: readonly boolean[];
+    readonly sheets: SheetMap;
+    /** Filled with the Xti indexes left pointing at no sheet. */
+    readonly lostReferences: Set<number>;
+  },
 ): XlsbRecord {
+  const { cutLinks, sheets } = links;
   const reader = new RecordReader(record, what);
   const count = reader.u32();
   if (count > (record.data.length - 4) / 12) {
@@ -414,7 +441,9 @@ function remapExternSheet(
     } else if (cutLinks[link] === false && first >= 0 && last >= first && last < sheets.count) {
       // Self and same-workbook links count this workbook's sheets: shrink the range to the
       // sheets that are left; nothing left is a deleted sheet.
-      [newFirst, newLast] = sheets.range(first, last) ?? [DELETED_SHEET, DELETED_SHEET];
+      const range = sheets.range(first, last);
+      if (range === undefined) links.lostReferences.add(i);
+      [newFirst, newLast] = range ?? [DELETED_SHEET, DELETED_SHEET];
     }
     view.setInt32(at + 4, newFirst, true);
     view.setInt32(at + 8, newLast, true);

@@ -15,7 +15,7 @@ const WML = 'application/vnd.openxmlformats-officedocument.wordprocessingml.';
 const SML = 'application/vnd.openxmlformats-officedocument.spreadsheetml.';
 const PML = 'application/vnd.openxmlformats-officedocument.presentationml.';
 const DML = 'application/vnd.openxmlformats-officedocument.drawingml.';
-/** [MS-XLSB] 2.1 binary part content types (lower-cased). */
+/** [MS-XLSB] binary part content types (lower-cased). */
 const XLSB = 'application/vnd.ms-excel.';
 const XLSB_MAIN = `${XLSB}sheet.binary.macroenabled.main`;
 
@@ -43,7 +43,7 @@ const MAIN_TYPES: readonly string[] = [
   'application/vnd.ms-excel.sheet.macroenabled.main+xml',
   'application/vnd.ms-excel.template.macroenabled.main+xml',
   'application/vnd.ms-excel.addin.macroenabled.main+xml',
-  // [MS-XLSB] 2.1: the binary workbook keeps this type whether or not it has macros.
+  // [MS-XLSB]: the binary workbook keeps this type whether or not it has macros.
   XLSB_MAIN,
   `${PML}presentation.main+xml`,
   `${PML}slideshow.main+xml`,
@@ -235,7 +235,7 @@ export function droppedKind(
 }
 
 /**
- * [MS-XLSB] 2.1.7 Binary Index parts: byte offsets into a sheet stream, stale once the sheet is
+ * [MS-XLSB] Binary Index parts: byte offsets into a sheet stream, stale once the sheet is
  * rewritten and optional to Excel. They are left out like the package machinery, not counted.
  */
 export function isRegeneratedPart(type: string): boolean {

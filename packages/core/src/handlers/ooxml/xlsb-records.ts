@@ -19,10 +19,13 @@ const MAX_RECORD_BYTES = 0x0fffffff;
 const MAX_RECORD_DEPTH = 64;
 /** Records in one part (each record is at least 2 bytes, so this also bounds the loop). */
 const MAX_RECORDS_PER_PART = 50_000_000;
-/** [MS-XLSB] 2.5.166 XLWideString: at most 32767 characters; nullable strings are not longer. */
+/**
+ * [MS-XLSB] 2.5.169 XLWideString allows longer strings, but those the rebuild reads (relationship
+ * ids, sheet and defined names) are far shorter, and cell strings stop at 32767 characters.
+ */
 const MAX_STRING_CHARACTERS = 32_767;
 
-/** Record types the rebuild reads or writes by name ([MS-XLSB] 2.3.2, record enumeration). */
+/** Record types the rebuild reads or writes by name ([MS-XLSB] record enumeration). */
 export const RT = {
   BrtName: 39,
   BrtBeginSheet: 129,
@@ -70,8 +73,8 @@ export const RT = {
 } as const;
 
 /**
- * Begin record -> its End record, for the blocks whose nesting is checked ([MS-XLSB] 2.1.7: the
- * part grammars). Records outside this table are not containers as far as validation goes.
+ * Begin record -> its End record, for the blocks whose nesting is checked ([MS-XLSB] part
+ * grammars). Records outside this table are not containers as far as validation goes.
  */
 const BLOCKS: ReadonlyMap<number, number> = new Map([
   [35, 36], // BrtFRTBegin / BrtFRTEnd
@@ -267,7 +270,7 @@ export class RecordReader {
     return this.u32() | 0;
   }
 
-  /** [MS-XLSB] 2.5.166 XLWideString (and 2.5.168 XLNullableWideString: `null` for 0xFFFFFFFF). */
+  /** [MS-XLSB] 2.5.169 XLWideString (and XLNullableWideString: `null` for 0xFFFFFFFF). */
   string(nullable = false): string | null {
     const count = this.u32();
     if (nullable && count === 0xffffffff) return null;
@@ -286,7 +289,7 @@ export class RecordReader {
   }
 }
 
-/** [MS-XLSB] 2.5.166 XLWideString bytes of `text`. */
+/** [MS-XLSB] 2.5.169 XLWideString bytes of `text`. */
 export function wideString(text: string): Uint8Array {
   const out = new Uint8Array(4 + text.length * 2);
   const view = new DataView(out.buffer);

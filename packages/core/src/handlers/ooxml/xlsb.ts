@@ -13,7 +13,7 @@ import type { XlsbRecord } from './xlsb-records.ts';
 export const BINARY_PART_TYPES: ReadonlyMap<string, number | undefined> = new Map([
   ['application/vnd.ms-excel.sheet.binary.macroenabled.main', RT.BrtBeginBook],
   ['application/vnd.ms-excel.worksheet', RT.BrtBeginSheet],
-  // [MS-XLSB] 2.1.7 Chart Sheet: its stream is a BrtBeginSheet block too.
+  // [MS-XLSB] Chart Sheet part: its stream is a BrtBeginSheet block too.
   ['application/vnd.ms-excel.chartsheet', RT.BrtBeginSheet],
   ['application/vnd.ms-excel.sharedstrings', RT.BrtBeginSst],
   ['application/vnd.ms-excel.styles', RT.BrtBeginStyleSheet],
@@ -78,7 +78,7 @@ export interface DefinedName {
   readonly reference: number | undefined;
 }
 
-/** [MS-XLSB] 2.5.97 PtgRef3d (9 bytes) and PtgArea3d (15 bytes), in their three classes. */
+/** [MS-XLSB] PtgRef3d (9 bytes) and PtgArea3d (15 bytes), in their three operand classes. */
 const REF_3D = new Set([0x3a, 0x5a, 0x7a]);
 const AREA_3D = new Set([0x3b, 0x5b, 0x7b]);
 
@@ -110,11 +110,11 @@ export function isRunningName(name: DefinedName): boolean {
   return AUTO_RUN_NAME.test(full) || (name.flags & NAME_MACRO_FLAGS) !== 0;
 }
 
-/** [MS-XLSB] BrtBundleSh: iTabID is 1 to 65535. */
+/** [MS-XLSB] 2.4.304 BrtBundleSh: iTabID is 1 to 65535. */
 const MAX_TAB_ID = 0xffff;
 
 /**
- * [MS-XLSB] BrtBundleSh: hsState (4), iTabID (4), strRelID, strName. Beta builds of Excel 2007
+ * [MS-XLSB] 2.4.304 BrtBundleSh: hsState (4), iTabID (4), strRelID, strName. Beta builds of Excel 2007
  * wrote 4 more bytes after hsState (Apache POI's XSSFBReader reads them the same way); such a
  * record is read at that offset and written back in the published layout.
  */
@@ -241,7 +241,7 @@ function withU32(data: Uint8Array, offset: number, value: number): Uint8Array {
   return copy;
 }
 
-/** [MS-XLSB] 2.5.172 Xti: itabFirst/itabLast -1 is a deleted sheet (#REF!). */
+/** [MS-XLSB] Xti, as [MS-XLS] 2.5.344 XTI: itabFirst/itabLast -1, the sheet is gone (#REF!). */
 const DELETED_SHEET = -1;
 const NO_SHEET = 0xffffffff;
 
@@ -335,7 +335,7 @@ function rewriteWorkbook(
         part.findings.add('hidden-data');
         break;
       case RT.BrtWbProp: {
-        // flags (4), dwThemeVersion (4), strName: read to validate the record's layout.
+        // [MS-XLSB] 2.4.815: flags (4), dwThemeVersion (4), strName; read to validate the layout.
         const reader = new RecordReader(record, what, 8);
         reader.string(true);
         out.push(record);

@@ -371,6 +371,33 @@ describe('xlsb rebuild', () => {
     });
   });
 
+  it('removes nested OLE object blocks whole, and table-part blocks left empty', async () => {
+    const sheet = Buffer.concat([
+      xlsbRecord(R.BrtBeginSheet),
+      xlsbRecord(R.BrtBeginSheetData),
+      xlsbRecord(R.BrtEndSheetData),
+      xlsbRecord(R.BrtBeginOleObjects),
+      xlsbRecord(R.BrtBeginOleObjects),
+      xlsbRecord(R.BrtOleObject, Buffer.alloc(14)),
+      xlsbRecord(R.BrtEndOleObjects),
+      xlsbRecord(R.BrtEndOleObjects),
+      xlsbRecord(R.BrtBeginListParts, Buffer.from([1, 0, 0, 0])),
+      xlsbRecord(R.BrtListPart, wide('rIdNoSuchTable')),
+      xlsbRecord(R.BrtEndListParts),
+      xlsbRecord(R.BrtEndSheet),
+    ]);
+    const outcome = cleaned(
+      await disarm({ bytes: await minimalPackage(new Uint8Array(), sheet), fileName: 'a.xlsb' }),
+    );
+    const { read } = await unzipped(outcome.bytes);
+    expect(recordsOf(read('xl/worksheets/sheet1.bin')).map((record) => record.type)).toEqual([
+      R.BrtBeginSheet,
+      R.BrtBeginSheetData,
+      R.BrtEndSheetData,
+      R.BrtEndSheet,
+    ]);
+  });
+
   it('renumbers 100,000 sheets and 100,000 sheet ranges in linear time', async () => {
     const bundles = Array.from({ length: 100_000 }, (_, index) =>
       xlsbRecord(

@@ -181,6 +181,31 @@ export function relationshipOf(record: XlsbRecord, what: string): string | undef
   return undefined;
 }
 
+/**
+ * Removes the blocks of {@link DROPPED_BLOCKS}, nested ones included (parseRecords has checked
+ * that every block is closed), and passes every other record to `keep`.
+ */
+function withoutDroppedBlocks(
+  records: readonly XlsbRecord[],
+  keep: (record: XlsbRecord) => void,
+): void {
+  let open: number | undefined;
+  let depth = 0;
+  for (const record of records) {
+    if (open !== undefined) {
+      if (record.type === open) depth += 1;
+      else if (record.type === DROPPED_BLOCKS.get(open) && --depth === 0) open = undefined;
+      continue;
+    }
+    if (DROPPED_BLOCKS.has(record.type)) {
+      open = record.type;
+      depth = 1;
+      continue;
+    }
+    keep(record);
+  }
+}
+
 /** Whether a record is one the rebuild never keeps. */
 export function isForbiddenRecord(type: number): boolean {
   return DROPPED_BLOCKS.has(type) || type === RT.BrtFileSharing || type === RT.BrtFileSharingIso;
@@ -193,43 +218,39 @@ function rewriteSheetLike(
   part: BinaryPartRewrite,
 ): XlsbRecord[] {
   const out: XlsbRecord[] = [];
-  let skipUntil: number | undefined;
-  for (const record of records) {
-    if (skipUntil !== undefined) {
-      // Blocks of the same kind do not nest; parseRecords has checked the balance.
-      if (record.type === skipUntil) skipUntil = undefined;
-      continue;
-    }
-    const end = DROPPED_BLOCKS.get(record.type);
-    if (end !== undefined) {
-      skipUntil = end;
-      continue;
-    }
+  withoutDroppedBlocks(records, (record) => {
     const id = relationshipOf(record, what);
-    if (id !== undefined && id !== '' && !part.keptIds.has(id)) continue;
+    if (id !== undefined && id !== '' && !part.keptIds.has(id)) return;
     out.push(record);
-  }
-  return out.length === records.length ? out : recountListParts(out);
+  });
+  return out.length === records.length ? out : recountListParts(out, what);
 }
 
 /** [MS-XLSB] BrtBeginListParts holds the count of BrtListPart records that follow it. */
-function recountListParts(records: XlsbRecord[]): XlsbRecord[] {
+function recountListParts(records: readonly XlsbRecord[], what: string): XlsbRecord[] {
   const out: XlsbRecord[] = [];
-  for (let i = 0; i < records.length; i += 1) {
-    const record = records[i];
-    if (record === undefined) continue;
-    if (record.type !== RT.BrtBeginListParts) {
-      out.push(record);
-      continue;
+  // Index in `out` of the open BrtBeginListParts, and the parts counted since.
+  let begin: number | undefined;
+  let count = 0;
+  for (const record of records) {
+    if (record.type === RT.BrtBeginListParts) {
+      new RecordReader(record, what).u32();
+      begin = out.length;
+      count = 0;
+    } else if (record.type === RT.BrtListPart) {
+      count += 1;
+    } else if (record.type === RT.BrtEndListParts && begin !== undefined) {
+      const opening = out[begin];
+      if (count === 0 || opening === undefined) {
+        // An empty block is not allowed: it goes, with what it held.
+        out.length = begin;
+        begin = undefined;
+        continue;
+      }
+      out[begin] = { type: opening.type, data: withU32(opening.data, 0, count) };
+      begin = undefined;
     }
-    let count = 0;
-    for (let j = i + 1; records[j]?.type === RT.BrtListPart; j += 1) count += 1;
-    if (count === 0) {
-      // An empty block is not allowed; skip it and its BrtEndListParts.
-      i += 1;
-      continue;
-    }
-    out.push({ type: record.type, data: withU32(record.data, 0, count) });
+    out.push(record);
   }
   return out;
 }
@@ -275,17 +296,7 @@ function rewriteWorkbook(
   const lostReferences = new Set<number>();
   const out: XlsbRecord[] = [];
   let bundle = 0;
-  let skipUntil: number | undefined;
-  for (const record of records) {
-    if (skipUntil !== undefined) {
-      if (record.type === skipUntil) skipUntil = undefined;
-      continue;
-    }
-    const end = DROPPED_BLOCKS.get(record.type);
-    if (end !== undefined) {
-      skipUntil = end;
-      continue;
-    }
+  withoutDroppedBlocks(records, (record) => {
     switch (record.type) {
       case RT.BrtBundleSh: {
         const index = sheetIndex[bundle++];
@@ -347,7 +358,7 @@ function rewriteWorkbook(
         out.push(record);
       }
     }
-  }
+  });
   return out;
 }
 

@@ -17,7 +17,7 @@ const run = promisify(execFile);
 
 /** Output formats these checks apply to. */
 export const OFFICE_FORMATS: ReadonlySet<string> = new Set([
-  'docx', 'docm', 'dotx', 'dotm', 'xlsx', 'xlsm', 'xltx', 'xltm', 'xlam', 'pptx', 'pptm',
+  'docx', 'docm', 'dotx', 'dotm', 'xlsx', 'xlsm', 'xltx', 'xltm', 'xlam', 'xlsb', 'pptx', 'pptm',
   'potx', 'potm', 'ppam', 'ppsx', 'ppsm', 'odt',
 ]); // prettier-ignore
 

@@ -1,4 +1,5 @@
 import {
+  buildBinaryWorkbook,
   buildGzip,
   buildImage,
   buildFdf,
@@ -63,6 +64,12 @@ const CASES: Readonly<Record<string, FormatCases>> = {
       office(extension),
     ]),
   ),
+  xlsb: {
+    clean: () => buildBinaryWorkbook(),
+    active: () =>
+      buildBinaryWorkbook({ vba: true, macroSheet: true, customXml: true, payload: PAYLOAD }),
+    corrupt: truncate(() => buildBinaryWorkbook()),
+  },
   odt: {
     clean: () => buildOdt(),
     active: () => buildOdt({ basic: true, scripts: true, payload: PAYLOAD }),
@@ -113,8 +120,8 @@ const CASES: Readonly<Record<string, FormatCases>> = {
 /** Families whose rebuild has not shipped: they must fail as a fault, never pass a file through. */
 const NOT_YET_REBUILT: ReadonlySet<FormatFamily> = new Set(['cfb', 'rtf', 'markup']);
 
-/** Formats of rebuilt families that still fail closed: xlsb records, ods/odp conversion. */
-const NOT_YET_REBUILT_FORMATS: ReadonlySet<SupportedExtension> = new Set(['xlsb', 'ods', 'odp']);
+/** Formats of rebuilt families that still fail closed: ods/odp conversion. */
+const NOT_YET_REBUILT_FORMATS: ReadonlySet<SupportedExtension> = new Set(['ods', 'odp']);
 
 describe('the format registry', () => {
   it('has a handler for every family on the allowlist', () => {

@@ -15,6 +15,9 @@ const WML = 'application/vnd.openxmlformats-officedocument.wordprocessingml.';
 const SML = 'application/vnd.openxmlformats-officedocument.spreadsheetml.';
 const PML = 'application/vnd.openxmlformats-officedocument.presentationml.';
 const DML = 'application/vnd.openxmlformats-officedocument.drawingml.';
+/** [MS-XLSB] binary part content types (lower-cased). */
+const XLSB = 'application/vnd.ms-excel.';
+const XLSB_MAIN = `${XLSB}sheet.binary.macroenabled.main`;
 
 /** Content type of relationship parts (OPC §10.1.2.2). */
 export const RELATIONSHIPS_TYPE = 'application/vnd.openxmlformats-package.relationships+xml';
@@ -29,7 +32,7 @@ export const IMAGE_TYPES: Readonly<Record<string, string>> = {
   'image/tiff': 'tif',
 };
 
-/** Main document parts (the `officeDocument` relationship's target), xlsb excluded. */
+/** Main document parts (the `officeDocument` relationship's target). */
 const MAIN_TYPES: readonly string[] = [
   `${WML}document.main+xml`,
   `${WML}template.main+xml`,
@@ -40,6 +43,8 @@ const MAIN_TYPES: readonly string[] = [
   'application/vnd.ms-excel.sheet.macroenabled.main+xml',
   'application/vnd.ms-excel.template.macroenabled.main+xml',
   'application/vnd.ms-excel.addin.macroenabled.main+xml',
+  // [MS-XLSB]: the binary workbook keeps this type whether or not it has macros.
+  XLSB_MAIN,
   `${PML}presentation.main+xml`,
   `${PML}slideshow.main+xml`,
   `${PML}template.main+xml`,
@@ -68,7 +73,7 @@ const ALLOWED: ReadonlyMap<string, Targets> = new Map<string, Targets>([
     `${OD}extended-properties`,
     ['application/vnd.openxmlformats-officedocument.extended-properties+xml'],
   ],
-  [`${OD}styles`, [`${WML}styles+xml`, `${SML}styles+xml`]],
+  [`${OD}styles`, [`${WML}styles+xml`, `${SML}styles+xml`, `${XLSB}styles`]],
   [`${MS}2007/relationships/stylesWithEffects`, ['application/vnd.ms-word.styleswitheffects+xml']],
   [`${OD}settings`, [`${WML}settings+xml`]],
   [`${OD}webSettings`, [`${WML}websettings+xml`]],
@@ -78,7 +83,10 @@ const ALLOWED: ReadonlyMap<string, Targets> = new Map<string, Targets>([
   [`${OD}footer`, [`${WML}footer+xml`]],
   [`${OD}footnotes`, [`${WML}footnotes+xml`]],
   [`${OD}endnotes`, [`${WML}endnotes+xml`]],
-  [`${OD}comments`, [`${WML}comments+xml`, `${SML}comments+xml`, `${PML}comments+xml`]],
+  [
+    `${OD}comments`,
+    [`${WML}comments+xml`, `${SML}comments+xml`, `${PML}comments+xml`, `${XLSB}comments`],
+  ],
   [`${MS}2011/relationships/commentsExtended`, ['application/vnd.ms-word.commentsextended+xml']],
   [`${MS}2016/09/relationships/commentsIds`, ['application/vnd.ms-word.commentsids+xml']],
   [
@@ -103,11 +111,11 @@ const ALLOWED: ReadonlyMap<string, Targets> = new Map<string, Targets>([
     `${MS}2007/relationships/diagramDrawing`,
     ['application/vnd.ms-office.drawingml.diagramdrawing+xml'],
   ],
-  [`${OD}worksheet`, [`${SML}worksheet+xml`]],
-  [`${OD}chartsheet`, [`${SML}chartsheet+xml`]],
-  [`${OD}sharedStrings`, [`${SML}sharedstrings+xml`]],
-  [`${OD}calcChain`, [`${SML}calcchain+xml`]],
-  [`${OD}table`, [`${SML}table+xml`]],
+  [`${OD}worksheet`, [`${SML}worksheet+xml`, `${XLSB}worksheet`]],
+  [`${OD}chartsheet`, [`${SML}chartsheet+xml`, `${XLSB}chartsheet`]],
+  [`${OD}sharedStrings`, [`${SML}sharedstrings+xml`, `${XLSB}sharedstrings`]],
+  [`${OD}calcChain`, [`${SML}calcchain+xml`, `${XLSB}calcchain`]],
+  [`${OD}table`, [`${SML}table+xml`, `${XLSB}table`]],
   [`${OD}sheetMetadata`, [`${SML}sheetmetadata+xml`]],
   [`${OD}vmlDrawing`, ['application/vnd.openxmlformats-officedocument.vmldrawing']],
   [`${MS}2017/10/relationships/threadedComment`, ['application/vnd.ms-excel.threadedcomments+xml']],
@@ -161,6 +169,9 @@ const DROPPED_BY_CONTENT_TYPE: Readonly<Record<string, FindingKind>> = {
   'application/vnd.ms-excel.macrosheet+xml': 'xlm-macro',
   'application/vnd.ms-excel.intlmacrosheet+xml': 'xlm-macro',
   [`${SML}dialogsheet+xml`]: 'xlm-macro',
+  [`${XLSB}macrosheet`]: 'xlm-macro',
+  [`${XLSB}intlmacrosheet`]: 'xlm-macro',
+  [`${XLSB}dialogsheet`]: 'xlm-macro',
   'application/vnd.ms-office.activex+xml': 'activex-control',
   'application/vnd.ms-office.activex': 'activex-control',
   'application/vnd.openxmlformats-officedocument.oleobject': 'embedded-object',
@@ -169,6 +180,9 @@ const DROPPED_BY_CONTENT_TYPE: Readonly<Record<string, FindingKind>> = {
   [`${SML}externallink+xml`]: 'external-relationship',
   [`${SML}connections+xml`]: 'data-connection',
   [`${SML}querytable+xml`]: 'data-connection',
+  [`${XLSB}externallink`]: 'external-relationship',
+  [`${XLSB}connections`]: 'data-connection',
+  [`${XLSB}querytable`]: 'data-connection',
   'application/vnd.openxmlformats-officedocument.custom-properties+xml': 'document-metadata',
   'application/vnd.openxmlformats-officedocument.customxmlproperties+xml': 'document-metadata',
   'application/vnd.openxmlformats-package.digital-signature-origin': 'hidden-data',
@@ -218,4 +232,12 @@ export function droppedKind(
     (type === undefined ? undefined : DROPPED_BY_RELATIONSHIP[type]) ??
     'hidden-data'
   );
+}
+
+/**
+ * [MS-XLSB] Binary Index parts: byte offsets into a sheet stream, stale once the sheet is
+ * rewritten and optional to Excel. They are left out like the package machinery, not counted.
+ */
+export function isRegeneratedPart(type: string): boolean {
+  return type === `${MS}2006/relationships/xlBinaryIndex`;
 }

@@ -20,7 +20,6 @@ import type { OoxmlExtension } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
-import { isDisarmError } from '../../errors.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 
 let dir: string;
@@ -373,22 +372,5 @@ describe('OOXML rebuild', () => {
     expect(await disarm({ bytes: infected, fileName: 'a.docx' })).toMatchObject({
       reason: 'threat_detected',
     });
-  });
-
-  it('keeps xlsb failing closed as not yet supported', async () => {
-    const input = await buildOpcPackage(
-      [
-        {
-          name: 'xl/workbook.bin',
-          contentType: 'application/vnd.ms-excel.sheet.binary.macroEnabled.main',
-          data: '\u0083\u0001\u0000',
-        },
-      ],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.bin' }],
-    );
-    const error: unknown = await disarm({ bytes: input, fileName: 'a.xlsb' }).catch(
-      (caught: unknown) => caught,
-    );
-    expect(isDisarmError(error, 'ERR_NOT_YET_SUPPORTED')).toBe(true);
   });
 });

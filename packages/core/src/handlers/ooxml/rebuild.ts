@@ -4,7 +4,6 @@ import type { OfficePackage } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
-import { DisarmError } from '../../errors.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { rewritePart } from './content.ts';
@@ -22,9 +21,11 @@ import {
   HYPERLINK_RELATIONSHIP,
   IMAGE_TYPES,
   isAllowedTarget,
+  isRegeneratedPart,
   OFFICE_DOCUMENT_RELATIONSHIP,
   RELATIONSHIPS_TYPE,
 } from './parts.ts';
+import { isBinaryPartType, rewriteBinaryPart } from './xlsb.ts';
 
 interface KeptPart {
   /** Part name, `/word/document.xml`, spelled as the member is. */
@@ -48,17 +49,15 @@ const PACKAGE_ROOT = '/';
  * part is re-serialised without what can run or fetch (see `content.ts`). The new package has
  * fresh `[Content_Types].xml` and relationship parts naming exactly the kept parts. What was left
  * out is counted by kind. The main part keeps its content type, so a `.docm` stays a `.docm`.
+ *
+ * An `.xlsb` is the same package with binary record-stream parts ([MS-XLSB]): each kept binary
+ * part is parsed whole and written back record by record without what runs or links out (see
+ * `xlsb.ts`); one that does not validate refuses the file as `invalid_file`.
  */
 export async function rebuildOoxml(
   input: DetectedFile,
   context: EngineContext,
 ): Promise<HandlerOutput> {
-  if (input.format.kind === 'excel-binary-ooxml') {
-    throw new DisarmError(
-      'ERR_NOT_YET_SUPPORTED',
-      'rebuilding .xlsb binary workbooks ([MS-XLSB] record validation) is not yet supported by this engine version',
-    );
-  }
   const what = `the .${input.format.extension} package`;
   const pkg = await readOfficePackage(input.bytes, sha256Hex(input.bytes), context, what);
   const typesMember = memberOf(pkg, '/[Content_Types].xml');
@@ -75,9 +74,19 @@ export async function rebuildOoxml(
     throw new Rejection('invalid_file', `${what} has no main document part of a known type`);
   }
   for (const part of walk.parts.values()) {
-    if (part.name === PACKAGE_ROOT || !isXmlType(part.contentType)) continue;
-    context.deadline.check();
+    if (part.name === PACKAGE_ROOT) continue;
     const contentType = part.contentType.toLowerCase();
+    if (isBinaryPartType(contentType)) {
+      context.deadline.check();
+      part.bytes = rewriteBinaryPart(part.bytes, `part ${part.name}`, {
+        keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
+        contentType,
+        findings,
+      });
+      continue;
+    }
+    if (!isXmlType(contentType)) continue;
+    context.deadline.check();
     try {
       part.bytes = rewritePart(part.bytes, `part ${part.name}`, {
         keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
@@ -159,6 +168,11 @@ class PackageWalk {
         return undefined;
       }
       this.#findings.add('external-relationship');
+      return false;
+    }
+    if (isRegeneratedPart(relationship.type)) {
+      const regenerated = resolveTarget(source.name, relationship.target);
+      if (regenerated !== undefined) this.#counted.add(regenerated.toLowerCase());
       return false;
     }
     const partName = resolveTarget(source.name, relationship.target);

@@ -19,6 +19,15 @@ import {
   isAllowedTarget,
   RELATIONSHIPS_TYPE,
 } from './parts.ts';
+import {
+  BINARY_PART_TYPES,
+  isForbiddenRecord,
+  isRunningName,
+  readBundleSheet,
+  readDefinedName,
+  relationshipOf,
+} from './xlsb.ts';
+import { parseRecords, RT } from './xlsb-records.ts';
 
 /** Elements no rebuilt part may hold. */
 const FORBIDDEN = new Set([
@@ -33,7 +42,9 @@ const FORBIDDEN = new Set([
  * type, every relationship is allowlisted and resolves (external ones are http/https/mailto
  * hyperlinks), every part is reached from the package relationships, every XML part parses
  * without a DTD, and none holds an OLE/ActiveX anchor, a fetching or running field, formula or
- * defined name, or a macro action.
+ * defined name, or a macro action. Every binary (xlsb) part parses as a balanced record stream and
+ * holds no OLE, ActiveX or file-sharing record, no auto-run or macro name, and no record naming a
+ * relationship the part does not have.
  */
 export async function verifyOoxml(
   output: HandlerOutput,
@@ -131,8 +142,11 @@ export async function verifyOoxml(
         );
       }
       const contentType = contentTypeOf(types, `/${name}`)?.toLowerCase() ?? '';
-      if (IMAGE_TYPES[contentType] === undefined) {
-        checkXmlPart(bytes, `/${name}`, relationshipIds.get(name) ?? new Set());
+      const ids = relationshipIds.get(name) ?? new Set<string>();
+      if (BINARY_PART_TYPES.has(contentType)) {
+        checkBinaryPart(bytes, `/${name}`, contentType, ids);
+      } else if (IMAGE_TYPES[contentType] === undefined) {
+        checkXmlPart(bytes, `/${name}`, ids);
       }
     }
   } finally {
@@ -221,5 +235,45 @@ function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>)
         }
       },
     });
+  });
+}
+
+/** Re-reads one binary part ([MS-XLSB] record stream) and checks what it may not hold. */
+function checkBinaryPart(
+  bytes: Uint8Array,
+  name: string,
+  contentType: string,
+  ids: ReadonlySet<string>,
+): void {
+  const records = guard('ooxml.xlsb-parse', () =>
+    parseRecords(bytes, name, BINARY_PART_TYPES.get(contentType)),
+  );
+  guard('ooxml.xlsb-parse', () => {
+    for (const record of records) {
+      if (isForbiddenRecord(record.type)) {
+        throw new VerifyFailure(
+          'ooxml.active-content',
+          `${name} still holds record ${record.type}`,
+        );
+      }
+      if (record.type === RT.BrtName && isRunningName(readDefinedName(record, name))) {
+        throw new VerifyFailure(
+          'ooxml.active-content',
+          `${name} still holds a defined name that runs`,
+        );
+      }
+      const id =
+        record.type === RT.BrtBundleSh
+          ? readBundleSheet(record, name).id
+          : relationshipOf(record, name);
+      // Only a hyperlink or a cut supporting link may name no relationship.
+      const mayBeEmpty = record.type === RT.BrtHLink || record.type === RT.BrtSupBookSrc;
+      if (id !== undefined && !(mayBeEmpty && id === '') && !ids.has(id)) {
+        throw new VerifyFailure(
+          'ooxml.dangling-reference',
+          `${name}: record ${record.type} names relationship ${id}, which the part does not have`,
+        );
+      }
+    }
   });
 }

@@ -125,9 +125,21 @@ describe('zip rebuild', () => {
     expect(report.match(/OK/g)).toHaveLength(3);
   });
 
-  it('returns an empty archive for an empty one', async () => {
-    const outcome = cleaned(await run(buildRawZip([])));
-    expect((await listZip(outcome.bytes)).entries).toEqual([]);
+  it('rejects a submitted archive without files as invalid_file, and keeps an empty one inside', async () => {
+    expect(await run(buildRawZip([]))).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+    });
+    const onlyFolders = buildRawZip([{ name: 'empty/', data: '' }]);
+    expect(await run(onlyFolders)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    const outer = await buildZip([
+      { name: 'a.png', data: await buildImage('png') },
+      { name: 'inner.zip', data: buildRawZip([]) },
+    ]);
+    const names = (await listZip(cleaned(await run(outer)).bytes)).entries.map(
+      (entry) => entry.name,
+    );
+    expect(names).toEqual(['a.png', 'inner.zip']);
   });
 
   it('rejects the whole archive when one member is an unsupported type', async () => {

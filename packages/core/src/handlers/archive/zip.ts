@@ -38,6 +38,12 @@ export async function rebuildZip(
     if (!walk.ok)
       throw new Rejection('invalid_file', `the zip structure is inconsistent: ${walk.problem}`);
     checkSizes(listing, context);
+    if (context.depth === 0 && listing.members.every((member) => member.isDirectory)) {
+      // A submitted archive without a single file has nothing to rebuild; its rebuilt form would
+      // be the 22 bytes of an end record, the input itself. Inside another archive it stays an
+      // empty member, so that an empty folder does not lose the archive around it.
+      throw new Rejection('invalid_file', 'the zip holds no files: there is nothing to rebuild');
+    }
     const verdict = new ArchiveVerdict();
     const names = checkMembers(listing, verdict);
     // A name, type, encryption or compression problem loses the archive whatever its members

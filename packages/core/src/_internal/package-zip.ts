@@ -9,13 +9,20 @@ import {
   openZip,
   readMember,
 } from './zip-reader.ts';
+import type { ZipListing, ZipMember } from './zip-reader.ts';
 
-/** One member of an office package, read into memory. */
+/** One member of an office package, inflated only when read. */
 export interface PackageMember {
   /** Name as stored in the zip, without a leading slash. */
   readonly name: string;
-  readonly bytes: Uint8Array;
   readonly compressionMethod: number;
+  /**
+   * Inflates the member. The first read counts it against the content budget and scans it; a
+   * threat found then refuses the package (with every threat of the members read so far).
+   * Callers read a member once and let the bytes go: the package never holds its members.
+   * @throws {Rejection} `file_too_large`, `invalid_file`, `threat_detected`.
+   */
+  read(): Promise<Uint8Array>;
 }
 
 /** The members of an office package, by name and by case-folded name. */
@@ -28,100 +35,147 @@ export interface OfficePackage {
 }
 
 /**
- * Reads an OOXML or ODF package (a zip) into memory under the engine's budgets. Everything that
- * can be decided from the central directory is decided before a byte is inflated: encrypted
- * members, compression other than stored/deflate (neither OPC nor ODF allows another), names
- * that repeat case-insensitively or climb out of the package, declared sizes against the
- * content budget, expansion ratios, and members that share compressed data. Every member is
- * scanned by the engine's scanners, so a threat inside a package decides its reason.
+ * Opens an OOXML or ODF package (a zip) under the engine's budgets and runs `use` on it; memory
+ * stays bounded by the members `use` holds at once, not by the package. Everything that can be
+ * decided from the central directory is decided before a byte is inflated: encrypted members,
+ * compression other than stored/deflate (neither OPC nor ODF allows another), names that repeat
+ * case-insensitively or climb out of the package, declared sizes against the content budget,
+ * expansion ratios, and members that share compressed data. Every member is scanned by the
+ * engine's scanners: those `use` reads as it reads them, the others one at a time afterwards,
+ * so a threat anywhere in the package decides its reason, also over a rejection `use` threw.
  * @throws {Rejection} `invalid_file`, `password_protected`, `file_too_large`, `threat_detected`.
  */
-export async function readOfficePackage(
+export async function withOfficePackage<T>(
   bytes: Uint8Array,
   hash: string,
   context: EngineContext,
   what: string,
-): Promise<OfficePackage> {
+  use: (pkg: OfficePackage) => Promise<T>,
+): Promise<T> {
   const listing = await openZip(bytes, context.limits.maxEntries);
   try {
-    const folded = new Set<string>();
-    let declared = 0;
-    for (const member of listing.members) {
-      if (member.isEncrypted) {
-        throw new Rejection(
-          'password_protected',
-          `${what} has an encrypted member "${member.name}"; it cannot be opened without its password`,
-        );
-      }
-      if (
-        member.compressionMethod !== COMPRESSION_STORED &&
-        member.compressionMethod !== COMPRESSION_DEFLATED
-      ) {
-        throw new Rejection(
-          'invalid_file',
-          `${what} member "${member.name}" uses ${compressionName(member.compressionMethod)} compression; a package allows only stored and deflate`,
-        );
-      }
-      const name = member.name;
-      if (
-        name.startsWith('/') ||
-        name.includes('\\') ||
-        name.split('/').some((segment) => segment === '..' || segment === '.') ||
-        /\p{Cc}/u.test(name)
-      ) {
-        throw new Rejection('invalid_file', `${what} has a member with an invalid name`);
-      }
-      const key = name.toLowerCase();
-      if (folded.has(key)) {
-        throw new Rejection('invalid_file', `${what} holds "${name}" twice`);
-      }
-      folded.add(key);
-      declared += member.uncompressedSize;
-      assertExpansionRatio(member, context.limits.maxExpansionRatio, `${what} member "${name}"`);
-    }
-    if (declared > context.budget.remaining) {
-      throw new Rejection(
-        'file_too_large',
-        `${what} expands to ${formatBytes(declared)}, past the ${formatBytes(context.limits.maxBytes)} ceiling`,
-      );
-    }
-    await checkNoOverlap(listing, bytes.length, what);
-
-    const members: PackageMember[] = [];
+    await checkListing(listing, bytes.length, context, what);
     const threats = new Set<string>();
-    for (const member of listing.members) {
-      context.deadline.check();
-      if (member.isDirectory) continue;
-      const label = `${what} member "${member.name}"`;
-      const data = await readMember(listing, member, context.budget.remaining, label);
-      context.budget.consume(data.length, label);
-      for (const threat of await context.scanMember({ bytes: data, fileName: member.name }, hash)) {
-        threats.add(threat);
-      }
-      members.push({
-        name: member.name,
-        bytes: data,
-        compressionMethod: member.compressionMethod,
-      });
-    }
-    if (threats.size > 0) {
-      throw new Rejection('threat_detected', `the file contains ${[...threats].join(', ')}`, [
+    const read = new Set<ZipMember>();
+    const threatRejection = (): Rejection =>
+      new Rejection('threat_detected', `the file contains ${[...threats].join(', ')}`, [
         ...threats,
       ]);
-    }
-    return {
-      members,
-      byFoldedName: new Map(members.map((member) => [member.name.toLowerCase(), member])),
-      hash,
+    const inflate = async (member: ZipMember): Promise<Uint8Array> => {
+      context.deadline.check();
+      const label = `${what} member "${member.name}"`;
+      // A second read of a member is already counted: its declared size bounds it (yauzl holds
+      // every member to its declared size).
+      const limit = read.has(member) ? member.uncompressedSize : context.budget.remaining;
+      const data = await readMember(listing, member, limit, label);
+      if (!read.has(member)) {
+        read.add(member);
+        context.budget.consume(data.length, label);
+        for (const threat of await context.scanMember(
+          { bytes: data, fileName: member.name },
+          hash,
+        )) {
+          threats.add(threat);
+        }
+      }
+      return data;
     };
+    const members: PackageMember[] = listing.members
+      .filter((member) => !member.isDirectory)
+      .map((member) => ({
+        name: member.name,
+        compressionMethod: member.compressionMethod,
+        read: async () => {
+          const data = await inflate(member);
+          if (threats.size > 0) throw threatRejection();
+          return data;
+        },
+      }));
+    /** Scans what `use` did not read; `lenient` ignores members that fail to inflate. */
+    const scanUnread = async (lenient: boolean): Promise<void> => {
+      for (const member of listing.members) {
+        if (member.isDirectory || read.has(member)) continue;
+        try {
+          await inflate(member);
+        } catch (error) {
+          if (!lenient) throw error;
+        }
+      }
+      if (threats.size > 0) throw threatRejection();
+    };
+    let result: T;
+    try {
+      result = await use({
+        members,
+        byFoldedName: new Map(members.map((member) => [member.name.toLowerCase(), member])),
+        hash,
+      });
+    } catch (error) {
+      // A threat anywhere decides the reason, whatever went wrong first.
+      if (error instanceof Rejection) await scanUnread(true);
+      throw error;
+    }
+    await scanUnread(false);
+    return result;
   } finally {
     listing.file.close();
   }
 }
 
+/** The central-directory checks of {@link withOfficePackage}. */
+async function checkListing(
+  listing: ZipListing,
+  archiveBytes: number,
+  context: EngineContext,
+  what: string,
+): Promise<void> {
+  const folded = new Set<string>();
+  let declared = 0;
+  for (const member of listing.members) {
+    if (member.isEncrypted) {
+      throw new Rejection(
+        'password_protected',
+        `${what} has an encrypted member "${member.name}"; it cannot be opened without its password`,
+      );
+    }
+    if (
+      member.compressionMethod !== COMPRESSION_STORED &&
+      member.compressionMethod !== COMPRESSION_DEFLATED
+    ) {
+      throw new Rejection(
+        'invalid_file',
+        `${what} member "${member.name}" uses ${compressionName(member.compressionMethod)} compression; a package allows only stored and deflate`,
+      );
+    }
+    const name = member.name;
+    if (
+      name.startsWith('/') ||
+      name.includes('\\') ||
+      name.split('/').some((segment) => segment === '..' || segment === '.') ||
+      /\p{Cc}/u.test(name)
+    ) {
+      throw new Rejection('invalid_file', `${what} has a member with an invalid name`);
+    }
+    const key = name.toLowerCase();
+    if (folded.has(key)) {
+      throw new Rejection('invalid_file', `${what} holds "${name}" twice`);
+    }
+    folded.add(key);
+    declared += member.uncompressedSize;
+    assertExpansionRatio(member, context.limits.maxExpansionRatio, `${what} member "${name}"`);
+  }
+  if (declared > context.budget.remaining) {
+    throw new Rejection(
+      'file_too_large',
+      `${what} expands to ${formatBytes(declared)}, past the ${formatBytes(context.limits.maxBytes)} ceiling`,
+    );
+  }
+  await checkNoOverlap(listing, archiveBytes, what);
+}
+
 /** APPNOTE 4.3.6: members follow one another; shared data is the overlapping-entry zip bomb. */
 async function checkNoOverlap(
-  listing: Awaited<ReturnType<typeof openZip>>,
+  listing: ZipListing,
   archiveBytes: number,
   what: string,
 ): Promise<void> {

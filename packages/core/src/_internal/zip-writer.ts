@@ -8,7 +8,12 @@ import { asBuffer } from './bytes.ts';
 export type ZipWriteEntry =
   | {
       readonly path: string;
-      readonly bytes: Uint8Array;
+      /**
+       * The data, or a function that makes it when the entry's turn comes: then only one lazy
+       * entry's data is alive at a time (a package rebuilt part by part stays bounded by its
+       * largest part). A rejection it throws fails the whole write.
+       */
+      readonly bytes: Uint8Array | (() => Promise<Uint8Array>);
       readonly modifiedAt: Date;
       /** Deflate the data; leave off for formats that are compressed already. */
       readonly compress: boolean;
@@ -36,7 +41,7 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
     } else if (entry.compress) {
       // yazl deflates every added buffer at once; a lazy stream is deflated only when its turn
       // comes, so an archive of thousands of members holds one zlib state, not thousands.
-      const data = asBuffer(entry.bytes);
+      const source = entry.bytes;
       zip.addReadStreamLazy(
         entry.path,
         {
@@ -44,13 +49,31 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
           mode: FILE_MODE,
           compress: true,
           forceDosTimestamp: true,
-          size: data.length,
+          ...(typeof source === 'function' ? {} : { size: source.length }),
         },
         (callback) => {
-          callback(null, Readable.from([data]));
+          if (typeof source !== 'function') {
+            callback(null, Readable.from([asBuffer(source)]));
+            return;
+          }
+          source().then(
+            (data) => {
+              callback(null, Readable.from([asBuffer(data)]));
+            },
+            (error: unknown) => {
+              callback(
+                error instanceof Error ? error : new Error(String(error)),
+                Readable.from([]),
+              );
+            },
+          );
         },
       );
     } else {
+      if (typeof entry.bytes === 'function') {
+        // A stored entry's sizes go in its local header: its data must be known up front.
+        throw new TypeError('a stored zip entry needs its bytes up front');
+      }
       zip.addBuffer(asBuffer(entry.bytes), entry.path, {
         mtime: entry.modifiedAt,
         mode: FILE_MODE,
@@ -66,6 +89,8 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
       resolve();
     });
     zip.outputStream.on('error', rejectWrite);
+    // A lazy entry that fails is reported on the zip itself; the output then never ends.
+    zip.on('error', rejectWrite);
   });
   zip.end();
   await done;

@@ -1,5 +1,5 @@
 import { sha256Hex } from '../../_internal/bytes.ts';
-import { PACKAGE_TIME, readOfficePackage } from '../../_internal/package-zip.ts';
+import { PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
 import type { OfficePackage } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
@@ -53,8 +53,17 @@ export async function rebuildOdf(
     );
   }
   const what = `the .${input.format.extension} package`;
-  const pkg = await readOfficePackage(input.bytes, sha256Hex(input.bytes), context, what);
-  const mediaType = readMediaType(pkg, what);
+  return withOfficePackage(input.bytes, sha256Hex(input.bytes), context, what, (pkg) =>
+    rebuildPackage(pkg, context, what),
+  );
+}
+
+async function rebuildPackage(
+  pkg: OfficePackage,
+  context: EngineContext,
+  what: string,
+): Promise<HandlerOutput> {
+  const mediaType = await readMediaType(pkg, what);
   const findings = new FindingTally();
   const images = new Map<string, Uint8Array>();
   const countedObjects = new Set<string>();
@@ -69,7 +78,7 @@ export async function rebuildOdf(
     }
     const isPicture = name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png';
     if (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) {
-      const rebuilt = await rebuildImage(name, member.bytes, pkg, context, findings);
+      const rebuilt = await rebuildImage(name, await member.read(), pkg, context, findings);
       if (rebuilt) images.set(name, rebuilt);
     } else if (MACRO_FOLDERS.has(top)) {
       if (!countedObjects.has(top)) findings.add('odf-macro');
@@ -79,7 +88,7 @@ export async function rebuildOdf(
       countedObjects.add(top);
     } else if (top === 'configurations2') {
       // Toolbars and menus may bind macros; the folder is dropped either way.
-      if (/vnd\.sun\.star\.script:|macro:/i.test(new TextDecoder().decode(member.bytes))) {
+      if (/vnd\.sun\.star\.script:|macro:/i.test(new TextDecoder().decode(await member.read()))) {
         findings.add('odf-macro');
       }
     } else if (
@@ -105,15 +114,25 @@ export async function rebuildOdf(
     },
   ];
   const manifest: [string, string][] = [];
+  let version = '1.2';
   for (const stream of ODF_STREAMS) {
     const member = pkg.byFoldedName.get(stream);
     if (member?.name !== stream) continue;
-    const bytes = rewriteOdfStream(member.bytes, stream, {
-      images: kept,
-      meta: stream === 'meta.xml',
-      findings,
+    // Each stream is read, rewritten and deflated when the writer reaches it: one at a time.
+    entries.push({
+      path: stream,
+      bytes: async () => {
+        const source = await member.read();
+        if (stream === 'content.xml') version = officeVersion(source);
+        return rewriteOdfStream(source, stream, {
+          images: kept,
+          meta: stream === 'meta.xml',
+          findings,
+        });
+      },
+      modifiedAt: PACKAGE_TIME,
+      compress: true,
     });
-    entries.push({ path: stream, bytes, modifiedAt: PACKAGE_TIME, compress: true });
     manifest.push([stream, 'text/xml']);
   }
   for (const [path, bytes] of images) {
@@ -123,10 +142,11 @@ export async function rebuildOdf(
       ODF_IMAGE_TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? '',
     ]);
   }
-  const version = officeVersion(content.bytes);
   entries.push({
     path: 'META-INF/manifest.xml',
-    bytes: new TextEncoder().encode(manifestXml(mediaType, version, manifest)),
+    // Written last, after content.xml gave its version.
+    bytes: () =>
+      Promise.resolve(new TextEncoder().encode(manifestXml(mediaType, version, manifest))),
     modifiedAt: PACKAGE_TIME,
     compress: true,
   });
@@ -134,11 +154,11 @@ export async function rebuildOdf(
 }
 
 /** ODF 1.3 Part 2 §3.3: the `mimetype` stream (or the manifest's root entry) names the type. */
-function readMediaType(pkg: OfficePackage, what: string): string {
+async function readMediaType(pkg: OfficePackage, what: string): Promise<string> {
   const manifest = pkg.byFoldedName.get('meta-inf/manifest.xml');
   let rootType: string | undefined;
   if (manifest) {
-    walkXml(manifest.bytes, 'the package manifest', {
+    walkXml(await manifest.read(), 'the package manifest', {
       open(element) {
         if (element.uri !== ODF_NS.manifest) return;
         if (element.localName === 'encryption-data') {
@@ -159,7 +179,7 @@ function readMediaType(pkg: OfficePackage, what: string): string {
     });
   }
   const mimetype = pkg.byFoldedName.get('mimetype');
-  const declared = mimetype ? new TextDecoder().decode(mimetype.bytes).trim() : rootType;
+  const declared = mimetype ? new TextDecoder().decode(await mimetype.read()).trim() : rootType;
   if (declared === undefined || !TEXT_MEDIA_TYPES.includes(declared)) {
     throw new Rejection('invalid_file', `${what} is not an OpenDocument text package`);
   }

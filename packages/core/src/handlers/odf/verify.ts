@@ -30,14 +30,13 @@ export async function verifyOdf(
     ) {
       throw new VerifyFailure('odf.mimetype', 'mimetype is not the first, stored member');
     }
-    const members = new Map<string, Uint8Array>();
-    for (const member of listing.members) {
-      members.set(
-        member.name,
-        await readMember(listing, member, context.limits.maxBytes, member.name),
-      );
-    }
-    const mediaType = new TextDecoder().decode(members.get('mimetype'));
+    // Members are inflated one at a time when checked (pictures only for their data and CRC).
+    const members = new Map(listing.members.map((member) => [member.name, member]));
+    const read = async (name: string): Promise<Uint8Array | undefined> => {
+      const member = members.get(name);
+      return member && readMember(listing, member, context.limits.maxBytes, member.name);
+    };
+    const mediaType = new TextDecoder().decode(await read('mimetype'));
     if (!TEXT_MEDIA_TYPES.includes(mediaType)) {
       throw new VerifyFailure('odf.mimetype', `mimetype names ${mediaType}`);
     }
@@ -53,7 +52,7 @@ export async function verifyOdf(
         throw new VerifyFailure('odf.part-allowlist', `member ${name} is outside the allowlist`);
     }
     const listed = new Set<string>();
-    checkStream(members.get('META-INF/manifest.xml'), 'META-INF/manifest.xml', (element) => {
+    checkStream(await read('META-INF/manifest.xml'), 'META-INF/manifest.xml', (element) => {
       if (element.uri !== ODF_NS.manifest) return;
       if (element.localName === 'encryption-data')
         throw new VerifyFailure('odf.manifest', 'encryption data');
@@ -74,7 +73,7 @@ export async function verifyOdf(
           throw new VerifyFailure('odf.part-allowlist', 'no content.xml');
         continue;
       }
-      checkStream(members.get(stream), stream, (element) => {
+      checkStream(await read(stream), stream, (element) => {
         const key = `${element.uri} ${element.localName}`;
         if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
           throw new VerifyFailure('odf.active-content', `${stream} still holds ${element.name}`);
@@ -94,6 +93,9 @@ export async function verifyOdf(
             throw new VerifyFailure('odf.active-content', `${stream} links ${attribute.value}`);
         }
       });
+    }
+    for (const name of members.keys()) {
+      if (name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') await read(name);
     }
   } finally {
     listing.file.close();

@@ -372,5 +372,18 @@ describe('OOXML rebuild', () => {
     expect(await disarm({ bytes: infected, fileName: 'a.docx' })).toMatchObject({
       reason: 'threat_detected',
     });
+    // Parts are read as they are rebuilt: a broken main part found first still loses to a threat
+    // in a member the rebuild never reaches.
+    const brokenAndInfected = await buildOpcPackage(
+      [
+        { name: 'word/document.xml', contentType: OOXML_MAIN_TYPES.docx, data: '<w:document' },
+        { name: 'zz/eicar.bin', contentType: 'application/octet-stream', data: EICAR_TEST_FILE },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    );
+    expect(await disarm({ bytes: brokenAndInfected, fileName: 'a.docx' })).toMatchObject({
+      reason: 'threat_detected',
+      threatNames: ['EICAR-Test-File'],
+    });
   });
 });

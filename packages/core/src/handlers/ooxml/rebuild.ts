@@ -1,6 +1,6 @@
 import { sha256Hex } from '../../_internal/bytes.ts';
-import { isSafeHyperlink, PACKAGE_TIME, readOfficePackage } from '../../_internal/package-zip.ts';
-import type { OfficePackage } from '../../_internal/package-zip.ts';
+import { isSafeHyperlink, PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
+import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
@@ -31,7 +31,8 @@ interface KeptPart {
   /** Part name, `/word/document.xml`, spelled as the member is. */
   readonly name: string;
   readonly contentType: string;
-  bytes: Uint8Array;
+  /** A rebuilt image, or the member a part is read from (and rewritten) when it is written. */
+  readonly source: Uint8Array | PackageMember | undefined;
   readonly relationships: Relationship[];
 }
 
@@ -59,10 +60,19 @@ export async function rebuildOoxml(
   context: EngineContext,
 ): Promise<HandlerOutput> {
   const what = `the .${input.format.extension} package`;
-  const pkg = await readOfficePackage(input.bytes, sha256Hex(input.bytes), context, what);
+  return withOfficePackage(input.bytes, sha256Hex(input.bytes), context, what, (pkg) =>
+    rebuildPackage(pkg, context, what),
+  );
+}
+
+async function rebuildPackage(
+  pkg: OfficePackage,
+  context: EngineContext,
+  what: string,
+): Promise<HandlerOutput> {
   const typesMember = memberOf(pkg, '/[Content_Types].xml');
   if (!typesMember) throw new Rejection('invalid_file', `${what} has no [Content_Types].xml`);
-  const types = parseContentTypes(typesMember.bytes, 'the content types part');
+  const types = parseContentTypes(await typesMember.read(), 'the content types part');
   const findings = new FindingTally();
   const walk = new PackageWalk(pkg, types, findings, context);
   await walk.run();
@@ -73,42 +83,48 @@ export async function rebuildOoxml(
   if (!main) {
     throw new Rejection('invalid_file', `${what} has no main document part of a known type`);
   }
-  for (const part of walk.parts.values()) {
-    if (part.name === PACKAGE_ROOT) continue;
-    const contentType = part.contentType.toLowerCase();
-    if (isBinaryPartType(contentType)) {
-      context.deadline.check();
-      part.bytes = rewriteBinaryPart(part.bytes, `part ${part.name}`, {
-        keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
-        contentType,
-        findings,
-      });
-      continue;
-    }
-    if (!isXmlType(contentType)) continue;
-    context.deadline.check();
-    try {
-      part.bytes = rewritePart(part.bytes, `part ${part.name}`, {
-        keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
-        contentType,
-        findings,
-      });
-    } catch (error) {
-      // Legacy VML written by older Office is often not well-formed (unclosed `<br>`); it only
-      // draws comment boxes and form controls, so an unreadable one is emptied, not fatal.
-      if (
-        !(error instanceof Rejection) ||
-        error.reason !== 'invalid_file' ||
-        contentType !== VML_TYPE
-      ) {
-        throw error;
-      }
-      findings.add('hidden-data');
-      part.bytes = new TextEncoder().encode(EMPTY_VML);
-    }
-  }
   walk.countUnreached();
-  return { bytes: await writePackage([...walk.parts.values()]), findings: findings.toArray() };
+  // Parts are read, rewritten and deflated one at a time as the writer reaches them.
+  const bytes = await writePackage([...walk.parts.values()], (part) =>
+    partBytes(part, findings, context),
+  );
+  return { bytes, findings: findings.toArray() };
+}
+
+/** The bytes a kept part is written with: XML and binary parts rewritten, images as rebuilt. */
+async function partBytes(
+  part: KeptPart,
+  findings: FindingTally,
+  context: EngineContext,
+): Promise<Uint8Array> {
+  const source = part.source;
+  if (source === undefined) return new Uint8Array();
+  if (source instanceof Uint8Array) return source;
+  const bytes = await source.read();
+  const contentType = part.contentType.toLowerCase();
+  const rules = {
+    keptIds: new Set(part.relationships.map((relationship) => relationship.id)),
+    contentType,
+    findings,
+  };
+  context.deadline.check();
+  if (isBinaryPartType(contentType)) return rewriteBinaryPart(bytes, `part ${part.name}`, rules);
+  if (!isXmlType(contentType)) return bytes;
+  try {
+    return rewritePart(bytes, `part ${part.name}`, rules);
+  } catch (error) {
+    // Legacy VML written by older Office is often not well-formed (unclosed `<br>`); it only
+    // draws comment boxes and form controls, so an unreadable one is emptied, not fatal.
+    if (
+      !(error instanceof Rejection) ||
+      error.reason !== 'invalid_file' ||
+      contentType !== VML_TYPE
+    ) {
+      throw error;
+    }
+    findings.add('hidden-data');
+    return new TextEncoder().encode(EMPTY_VML);
+  }
 }
 
 /** Breadth-first walk of the relationship graph from the package root. */
@@ -138,7 +154,7 @@ class PackageWalk {
     const root: KeptPart = {
       name: PACKAGE_ROOT,
       contentType: '',
-      bytes: new Uint8Array(),
+      source: undefined,
       relationships: [],
     };
     this.parts.set(PACKAGE_ROOT, root);
@@ -149,7 +165,8 @@ class PackageWalk {
       const relsName = relationshipsPartOf(next.name === PACKAGE_ROOT ? '/' : next.name);
       const relsMember = this.#pkg.byFoldedName.get(relsName.toLowerCase());
       if (!relsMember) continue;
-      for (const relationship of parseRelationships(relsMember.bytes, `part /${relsName}`)) {
+      const rels = await relsMember.read();
+      for (const relationship of parseRelationships(rels, `part /${relsName}`)) {
         const target = await this.#follow(next, relationship);
         if (target === false) continue;
         next.relationships.push(relationship);
@@ -190,18 +207,23 @@ class PackageWalk {
     }
     const decided = this.#decided.get(folded);
     if (decided !== undefined) return decided ? undefined : false;
-    let bytes = member.bytes;
+    let data: Uint8Array | PackageMember = member;
     const imageExtension = IMAGE_TYPES[contentType.toLowerCase()];
     if (imageExtension !== undefined) {
-      const rebuilt = await this.#rebuildImage(member.bytes, imageExtension, partName);
+      const rebuilt = await this.#rebuildImage(await member.read(), imageExtension, partName);
       if (!rebuilt) {
         this.#decided.set(folded, false);
         return false;
       }
-      bytes = rebuilt;
+      data = rebuilt;
     }
     this.#decided.set(folded, true);
-    const part: KeptPart = { name: `/${member.name}`, contentType, bytes, relationships: [] };
+    const part: KeptPart = {
+      name: `/${member.name}`,
+      contentType,
+      source: data,
+      relationships: [],
+    };
     this.parts.set(folded, part);
     return part;
   }
@@ -255,7 +277,10 @@ function isXmlType(contentType: string): boolean {
 }
 
 /** Writes the package: content types first, then the package relationships, parts, their rels. */
-async function writePackage(parts: readonly KeptPart[]): Promise<Uint8Array> {
+async function writePackage(
+  parts: readonly KeptPart[],
+  bytesOf: (part: KeptPart) => Promise<Uint8Array>,
+): Promise<Uint8Array> {
   const contentTypes = [
     '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n',
     '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">',
@@ -268,11 +293,14 @@ async function writePackage(parts: readonly KeptPart[]): Promise<Uint8Array> {
       contentTypes.push(
         `<Override PartName="${escape(part.name)}" ContentType="${escape(part.contentType)}"/>`,
       );
+      const isImage = IMAGE_TYPES[part.contentType.toLowerCase()] !== undefined;
+      const source = part.source;
       entries.push({
         path: part.name.slice(1),
-        bytes: part.bytes,
+        // Images were rebuilt during the walk and are stored as they are; the rest is made lazily.
+        bytes: isImage && source instanceof Uint8Array ? source : () => bytesOf(part),
         modifiedAt: PACKAGE_TIME,
-        compress: IMAGE_TYPES[part.contentType.toLowerCase()] === undefined,
+        compress: !isImage,
       });
     }
     if (part.relationships.length === 0) continue;

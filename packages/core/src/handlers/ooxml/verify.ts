@@ -2,6 +2,7 @@ import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
 import { openZip, readMember } from '../../_internal/zip-reader.ts';
+import type { ZipMember } from '../../_internal/zip-reader.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { attribute, classifyDefinedName, classifyField, classifyFormula, NS } from './content.ts';
@@ -55,22 +56,27 @@ export async function verifyOoxml(
     throw new VerifyFailure('ooxml.zip', `the written package cannot be listed: ${String(error)}`);
   });
   try {
+    // Only the package machinery is held in memory; every other part is read when checked.
+    const members = new Map<string, ZipMember>();
     const parts = new Map<string, Uint8Array>();
     for (const member of listing.members) {
       if (member.isDirectory || member.isEncrypted) {
         throw new VerifyFailure('ooxml.zip', `unexpected member "${member.name}"`);
       }
       const folded = member.name.toLowerCase();
-      if (parts.has(folded))
+      if (members.has(folded))
         throw new VerifyFailure('ooxml.zip', `"${member.name}" is listed twice`);
-      parts.set(folded, await readMember(listing, member, context.limits.maxBytes, member.name));
+      members.set(folded, member);
+      if (folded === '[content_types].xml' || /(^|\/)_rels\/[^/]*\.rels$/.test(folded)) {
+        parts.set(folded, await readMember(listing, member, context.limits.maxBytes, member.name));
+      }
     }
     const typesBytes = parts.get('[content_types].xml');
     if (!typesBytes) throw new VerifyFailure('ooxml.content-types', 'no [Content_Types].xml');
     const types = guard('ooxml.xml-parse', () =>
       parseContentTypes(typesBytes, '[Content_Types].xml'),
     );
-    for (const name of parts.keys()) {
+    for (const name of members.keys()) {
       if (name === '[content_types].xml') continue;
       const contentType = contentTypeOf(types, `/${name}`);
       if (contentType === undefined || !isAllowedContentType(contentType)) {
@@ -113,7 +119,7 @@ export async function verifyOoxml(
         const contentType = target === undefined ? undefined : contentTypeOf(types, target);
         if (
           target === undefined ||
-          !parts.has(target.slice(1).toLowerCase()) ||
+          !members.has(target.slice(1).toLowerCase()) ||
           contentType === undefined
         ) {
           throw new VerifyFailure(
@@ -134,7 +140,7 @@ export async function verifyOoxml(
         }
       }
     }
-    for (const [name, bytes] of parts) {
+    for (const [name, member] of members) {
       if (!reached.has(name)) {
         throw new VerifyFailure(
           'ooxml.unreferenced-part',
@@ -143,9 +149,14 @@ export async function verifyOoxml(
       }
       const contentType = contentTypeOf(types, `/${name}`)?.toLowerCase() ?? '';
       const ids = relationshipIds.get(name) ?? new Set<string>();
+      // Every member is inflated (its data and CRC must hold), one at a time.
+      const bytes =
+        parts.get(name) ??
+        (await readMember(listing, member, context.limits.maxBytes, member.name));
+      if (IMAGE_TYPES[contentType] !== undefined) continue;
       if (BINARY_PART_TYPES.has(contentType)) {
         checkBinaryPart(bytes, `/${name}`, contentType, ids);
-      } else if (IMAGE_TYPES[contentType] === undefined) {
+      } else {
         checkXmlPart(bytes, `/${name}`, ids);
       }
     }

@@ -280,10 +280,18 @@ const FIRST_WALK_MARKERS = ['fldChar', 'instrText', 'definedName', 'oleObj', 'co
   (marker) => Buffer.from(marker),
 );
 
+/**
+ * A start tag of an element named `f` under any prefix (a formula), in the bytes read as latin1:
+ * element names cannot be written with references (XML 1.0 §2.3, §4.1), so an ASCII-compatible
+ * part holding a formula holds this. The prefix may be any name, non-ASCII included.
+ */
+const FORMULA_TAG = /<(?:[^\s<>/:="'!?]+:)?f[\s/>]/;
+
 function needsFirstWalk(bytes: Uint8Array, contentType: string): boolean {
-  // Formulas are `<f>` under any prefix: every sheet gets the first walk.
-  if (contentType.includes('sheet') || bytes[0] === 0xff || bytes[0] === 0xfe) return true;
+  // UTF-16 (a byte order mark) cannot be searched byte-wise: it always gets the first walk.
+  if (bytes[0] === 0xff || bytes[0] === 0xfe) return true;
   const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (contentType.includes('sheet') && FORMULA_TAG.test(view.toString('latin1'))) return true;
   return FIRST_WALK_MARKERS.some((marker) => view.includes(marker));
 }
 

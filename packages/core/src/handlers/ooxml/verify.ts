@@ -3,6 +3,7 @@ import { Rejection } from '../../_internal/rejection.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
 import { openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { ZipMember } from '../../_internal/zip-reader.ts';
+import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { attribute, classifyDefinedName, classifyField, classifyFormula, NS } from './content.ts';
@@ -28,6 +29,7 @@ import {
   readDefinedName,
   relationshipOf,
 } from './xlsb.ts';
+import { screenFormulas } from './xlsb-formulas.ts';
 import { parseRecords, RT } from './xlsb-records.ts';
 
 /** Elements no rebuilt part may hold. */
@@ -286,5 +288,13 @@ function checkBinaryPart(
         );
       }
     }
+    // Every formula left must pass the screening again: none calls code, a server or a name.
+    const left = new FindingTally();
+    if (contentType === WORKSHEET_BINARY_TYPE) screenFormulas(records, left);
+    if (left.toArray().length > 0) {
+      throw new VerifyFailure('ooxml.active-content', `${name} still holds a refused formula`);
+    }
   });
 }
+
+const WORKSHEET_BINARY_TYPE = 'application/vnd.ms-excel.worksheet';

@@ -10,6 +10,7 @@ import {
   buildOpcPackage,
   COMPOUND_FIXTURES,
   RELATIONSHIP_TYPES,
+  RISKY_FORMULA_CACHE,
   XLSB_RECORDS as R,
   xlsbRecord,
 } from '@disarm/fixtures';
@@ -533,6 +534,24 @@ describe('verify before release of an xlsb', () => {
       'ooxml.dangling-reference',
     ],
     [
+      'a formula calling CALL',
+      () =>
+        minimalPackage(
+          workbookWith(),
+          sheetWith(
+            xlsbRecord(
+              R.BrtFmlaNum,
+              Buffer.alloc(8),
+              Buffer.alloc(8),
+              Buffer.alloc(2),
+              // cce 4: PtgFuncVar(0 arguments, CALL), then cb 0.
+              Buffer.from([4, 0, 0, 0, 0x42, 0, 0x96, 0, 0, 0, 0, 0]),
+            ),
+          ),
+        ),
+      'ooxml.active-content',
+    ],
+    [
       'a hyperlink naming a relationship the sheet lacks',
       () =>
         minimalPackage(
@@ -553,6 +572,30 @@ describe('verify before release of an xlsb', () => {
   });
 });
 
+describe('xlsb worksheet formulas', () => {
+  it('turns formulas calling CALL, RTD or a function by name into their cached values, keeping the rest', async () => {
+    const outcome = await rebuilt({ riskyFormulas: true });
+    expect(findingsOf(outcome)).toEqual({ 'xlm-macro': 1, 'external-relationship': 2 });
+    const sheet = recordsOf((await unzipped(outcome.bytes)).read('xl/worksheets/sheet1.bin'));
+    // Column 0: `=CALL(...)` is now BrtCellReal 0; 1 and 2: BrtCellSt with the cached text.
+    const call = [...sheet].reverse().find((r) => r.type === R.BrtCellReal);
+    expect(call?.data.readDoubleLE(8)).toBe(0);
+    expect(
+      sheet
+        .filter((r) => r.type === R.BrtCellSt)
+        .map((r) => r.data.subarray(12).toString('utf16le')),
+    ).toEqual(['quote', 'pong']);
+    // `="Yes "&57` stays a formula: its "Y" and 57 are data, not tokens.
+    const kept = sheet.filter((r) => r.type === R.BrtFmlaString);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]?.data.readUInt32LE(0)).toBe(3);
+    expect(utf16(sheet)).not.toMatch(/kernel32|WinExec|evil\.server|attacker/);
+    // Idempotent: the output has nothing left to screen.
+    const again = cleaned(await disarm({ bytes: outcome.bytes, fileName: 'again.xlsb' }));
+    expect(again.findings).toEqual([]);
+  });
+});
+
 describe('xlsb outputs, as independent readers see them', () => {
   const cases: [string, BinaryWorkbookOptions][] = [
     ['clean', {}],
@@ -561,6 +604,7 @@ describe('xlsb outputs, as independent readers see them', () => {
     ['ole', { oleObject: true, externalOle: 'mhtml:http://attacker.example/x.html' }],
     ['external', { externalData: true }],
     ['links', { hyperlinks: ['https://example.com/', 'ms-msdt:/id PCWDiagnostic'] }],
+    ['formulas', { riskyFormulas: true }],
   ];
   let work: string;
 
@@ -635,7 +679,8 @@ describe('xlsb outputs, as independent readers see them', () => {
     const outputs = clamscan(join(work, 'out'));
     for (const [name] of cases) {
       const file = `${name}.xlsb`;
-      if (name !== 'clean' && name !== 'links') {
+      // Formulas calling CALL or RTD carry no macro ClamAV knows; the records test covers them.
+      if (name !== 'clean' && name !== 'links' && name !== 'formulas') {
         expect(inputs[file], `input ${file}`).toMatch(
           /^(Heuristics\.OLE2\.ContainsMacros|Disarm\.)/,
         );
@@ -651,7 +696,7 @@ describe('xlsb outputs, as independent readers see them', () => {
     const expected = binaryWorkbookCsv({ texts: TEXTS });
     for (const [name] of cases) {
       const sheet = `${name}-Sheet1`;
-      if (name === 'external') continue;
+      if (name === 'external' || name === 'formulas') continue;
       expect(before[sheet], sheet).toBe(expected);
       expect(after[sheet], sheet).toBe(expected);
     }
@@ -659,6 +704,9 @@ describe('xlsb outputs, as independent readers see them', () => {
     // book in the input, #REF! once the link is cut. Excel shows the cached 7 until it recalculates.
     expect(before['external-Sheet1']).toBe(`${expected}\n0,,,`);
     expect(after['external-Sheet1']).toBe(`${expected}\n#REF!,,,`);
+    // The refused formulas show their cached values; the harmless one is still a formula
+    // (LibreOffice computes it on load).
+    expect(after['formulas-Sheet1']).toBe(`${expected}\n${RISKY_FORMULA_CACHE.join(',')}`);
     // The macro sheet was there and is gone.
     expect(before['xlm-Macro1']).toBeDefined();
     expect(Object.keys(after).filter((sheet) => sheet.includes('Macro'))).toEqual([]);

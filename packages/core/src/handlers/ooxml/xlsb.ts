@@ -8,6 +8,7 @@ import { Rejection } from '../../_internal/rejection.ts';
 import type { FindingTally } from '../../findings.ts';
 import { parseRecords, RecordReader, RT, wideString, writeRecords } from './xlsb-records.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
+import { screenFormulas } from './xlsb-formulas.ts';
 
 /** Binary part content types (lower-cased) -> the record that must open and close the part. */
 export const BINARY_PART_TYPES: ReadonlyMap<string, number | undefined> = new Map([
@@ -23,6 +24,7 @@ export const BINARY_PART_TYPES: ReadonlyMap<string, number | undefined> = new Ma
 ]);
 
 const MAIN_TYPE = 'application/vnd.ms-excel.sheet.binary.macroenabled.main';
+const WORKSHEET_TYPE = 'application/vnd.ms-excel.worksheet';
 
 /** Whether a (lower-cased) content type is a binary record-stream part. */
 export function isBinaryPartType(contentType: string): boolean {
@@ -223,7 +225,8 @@ function rewriteSheetLike(
     if (id !== undefined && id !== '' && !part.keptIds.has(id)) return;
     out.push(record);
   });
-  return out.length === records.length ? out : recountListParts(out, what);
+  const screened = part.contentType === WORKSHEET_TYPE ? screenFormulas(out, part.findings) : out;
+  return screened.length === records.length ? screened : recountListParts(screened, what);
 }
 
 /** [MS-XLSB] BrtBeginListParts holds the count of BrtListPart records that follow it. */

@@ -192,9 +192,18 @@ describe('xlsb rebuild', () => {
     const bundles = workbook.filter((record) => record.type === R.BrtBundleSh);
     expect(bundles).toHaveLength(1);
     expect(utf16(bundles)).toContain('Sheet1');
-    const nameText = utf16(workbook.filter((record) => record.type === R.BrtName));
+    const nameRecords = workbook.filter((record) => record.type === R.BrtName);
+    const nameText = utf16(nameRecords);
     expect(nameText).not.toMatch(/Auto_Open|Pwn|Launcher/);
-    expect(nameText).toContain('Total');
+    // Disarmed in place (formulas find names by position): hidden, no macro flag, `=#REF!`;
+    // Total is still the fourth name.
+    expect(nameRecords).toHaveLength(4);
+    expect(utf16(nameRecords.slice(3))).toContain('Total');
+    for (const record of nameRecords.slice(0, 3)) {
+      expect(record.data.readUInt32LE(0)).toBe(1);
+      expect(utf16([record])).toMatch(/_disarmed_/);
+      expect(record.data.subarray(-14, -8)).toEqual(Buffer.from([2, 0, 0, 0, 0x1c, 0x17]));
+    }
     // Macro1 was sheet 0, Sheet1 sheet 1: Sheet1's Xti now says 0, Macro1's says #REF! (-1).
     const externSheet = workbook.find((record) => record.type === R.BrtExternSheet)?.data;
     expect(externSheet && [...new Int32Array(new Uint8Array(externSheet).buffer)]).toEqual([

@@ -293,6 +293,12 @@ function rewriteWorkbook(
   const sheets = createSheetMap(sheetIndex);
   const remap = sheets.remap;
 
+  // Names in use (folded), so a disarmed name gets a name no other has.
+  const names = new Set<string>();
+  for (const record of records) {
+    if (record.type === RT.BrtName) names.add(readDefinedName(record, what).name.toLowerCase());
+  }
+  const disarmed = new NameCounter();
   // Kind of each supporting link, by position: true when the link was cut.
   const cutLinks: boolean[] = [];
   // Xti indexes whose sheets of this workbook were all dropped.
@@ -312,9 +318,12 @@ function rewriteWorkbook(
         const name = readDefinedName(record, what);
         const scope = name.itab === NO_SHEET ? NO_SHEET : remap(name.itab);
         const lost = name.reference !== undefined && lostReferences.has(name.reference);
-        // A name that only points into a dropped (macro) sheet goes with it.
+        // A name that runs, or only points into a dropped (macro) sheet, is disarmed in place:
+        // formulas find names by position (PtgName), so removing one would make every later
+        // name's references point at its neighbour.
         if (isRunningName(name) || scope === DELETED_SHEET || lost) {
           part.findings.add('xlm-macro');
+          out.push(disarmedName(disarmed.next(names)));
           break;
         }
         out.push(
@@ -363,6 +372,45 @@ function rewriteWorkbook(
     }
   });
   return out;
+}
+
+/** Hands out `_disarmed_1`, `_disarmed_2`, ... skipping names the workbook already has. */
+class NameCounter {
+  #next = 1;
+
+  next(taken: Set<string>): string {
+    let name = `_disarmed_${this.#next++}`;
+    while (taken.has(name)) name = `_disarmed_${this.#next++}`;
+    taken.add(name);
+    return name;
+  }
+}
+
+/** [MS-XLSB] 2.4.647 BrtName flags: A fHidden. */
+const NAME_HIDDEN_FLAG = 0b1;
+
+/**
+ * A BrtName that keeps its position and nothing else ([MS-XLSB] 2.4.647): hidden, no macro or
+ * built-in flag, workbook scope, an inert name, the formula `=#REF!` (PtgErr 0x17, [MS-XLSB]
+ * 2.5.98.39 and 2.5.97.2 BErr) and no comment. Nothing runs it and nothing reads through it.
+ */
+function disarmedName(name: string): XlsbRecord {
+  const text = wideString(name);
+  const data = new Uint8Array(4 + 1 + 4 + text.length + 4 + 2 + 4 + 4);
+  const view = new DataView(data.buffer);
+  let at = 0;
+  view.setUint32(at, NAME_HIDDEN_FLAG, true);
+  at += 5; // flags, then chKey 0
+  view.setUint32(at, NO_SHEET, true);
+  at += 4;
+  data.set(text, at);
+  at += text.length;
+  view.setUint32(at, 2, true); // cce
+  data.set([0x1c, 0x17], at + 4); // PtgErr #REF!
+  at += 6;
+  view.setUint32(at, 0, true); // cb: no extra formula data
+  view.setUint32(at + 4, 0xffffffff, true); // comment: null
+  return { type: RT.BrtName, data };
 }
 
 /** [MS-XLSB] BrtBookView: xWn, yWn, dxWn, dyWn, iTabRatio, itabFirst, itabCur (4 each), flags. */

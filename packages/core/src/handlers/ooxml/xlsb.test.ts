@@ -214,6 +214,48 @@ describe('xlsb rebuild', () => {
     expect(view?.readUInt32LE(24)).toBe(0);
   });
 
+  it('shows the first sheet left when the macro sheet was the only visible one, and refuses a book of macro sheets only', async () => {
+    const outcome = await rebuilt({ macroSheet: true, macroSheetVisible: true });
+    const workbook = recordsOf((await unzipped(outcome.bytes)).read('xl/workbook.bin'));
+    const bundles = workbook.filter((record) => record.type === R.BrtBundleSh);
+    expect(bundles.map((record) => record.data.readUInt32LE(0))).toEqual([0]);
+    const view = workbook.find((record) => record.type === R.BrtBookView)?.data;
+    expect([view?.readUInt32LE(20), view?.readUInt32LE(24)]).toEqual([0, 0]);
+    const macroOnly = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.bin',
+          contentType: WORKBOOK_TYPE,
+          data: Buffer.concat([
+            xlsbRecord(R.BrtBeginBook),
+            xlsbRecord(R.BrtBeginBundleShs),
+            xlsbRecord(
+              R.BrtBundleSh,
+              Buffer.from([0, 0, 0, 0, 1, 0, 0, 0]),
+              wide('rId1'),
+              wide('M'),
+            ),
+            xlsbRecord(R.BrtEndBundleShs),
+            xlsbRecord(R.BrtEndBook),
+          ]),
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.macrosheet, target: 'macrosheets/sheet1.bin' },
+          ],
+        },
+        {
+          name: 'xl/macrosheets/sheet1.bin',
+          contentType: 'application/vnd.ms-excel.macrosheet',
+          data: Buffer.concat([xlsbRecord(R.BrtBeginSheet), xlsbRecord(R.BrtEndSheet)]),
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.bin' }],
+    );
+    expect(await disarm({ bytes: macroOnly, fileName: 'm.xlsb' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+    });
+  });
+
   it('cuts an external workbook link: part dropped, supporting link emptied in place, its Xti #REF!, cached value kept', async () => {
     const outcome = await rebuilt({ externalData: true });
     expect(findingsOf(outcome)).toEqual({ 'external-relationship': 1 });

@@ -285,11 +285,23 @@ function rewriteWorkbook(
   // Old sheet index -> new one, or DELETED_SHEET for a dropped sheet.
   const sheetIndex: number[] = [];
   let keptSheets = 0;
+  let visibleKept = false;
   for (const record of records) {
     if (record.type !== RT.BrtBundleSh) continue;
     const kept = part.keptIds.has(readBundleSheet(record, what).id);
     sheetIndex.push(kept ? keptSheets++ : DELETED_SHEET);
+    // [MS-XLSB] 2.4.304: hsState 0 is visible, 1 hidden, 2 very hidden.
+    if (kept && new RecordReader(record, what).u32() === 0) visibleKept = true;
   }
+  if (sheetIndex.length > 0 && keptSheets === 0) {
+    throw new Rejection(
+      'invalid_file',
+      `${what} holds nothing but macro or dialog sheets: no sheet is left once they are removed`,
+    );
+  }
+  // Excel shows a workbook only with a visible sheet: if the dropped ones were the only visible
+  // sheets, the first kept sheet is shown (and made the active tab by remapBookView).
+  let reveal = !visibleKept && keptSheets > 0;
   const sheets = createSheetMap(sheetIndex);
   const remap = sheets.remap;
 
@@ -310,7 +322,9 @@ function rewriteWorkbook(
       case RT.BrtBundleSh: {
         const index = sheetIndex[bundle++];
         if (index !== undefined && index >= 0) {
-          out.push({ type: record.type, data: readBundleSheet(record, what).data });
+          const data = readBundleSheet(record, what).data;
+          out.push({ type: record.type, data: reveal ? withU32(data, 0, 0) : data });
+          reveal = false;
         }
         break;
       }
@@ -334,7 +348,7 @@ function rewriteWorkbook(
         break;
       }
       case RT.BrtBookView:
-        out.push(remapBookView(record, what, remap, keptSheets));
+        out.push(remapBookView(record, what, visibleKept ? remap : () => 0, keptSheets));
         break;
       case RT.BrtSupBookSrc: {
         const id = relationshipOf(record, what) ?? '';

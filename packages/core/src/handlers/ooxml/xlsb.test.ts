@@ -11,6 +11,7 @@ import {
   COMPOUND_FIXTURES,
   RELATIONSHIP_TYPES,
   RISKY_FORMULA_CACHE,
+  seededRandom,
   XLSB_RECORDS as R,
   xlsbRecord,
 } from '@disarm/fixtures';
@@ -18,6 +19,7 @@ import type { BinaryWorkbookOptions } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { refusedFormula } from './xlsb-formulas.ts';
 import { Deadline } from '../../limits.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 import type { DetectedFile, EngineContext } from '../types.ts';
@@ -644,6 +646,25 @@ describe('xlsb worksheet formulas', () => {
     // Idempotent: the output has nothing left to screen.
     const again = cleaned(await disarm({ bytes: outcome.bytes, fileName: 'again.xlsb' }));
     expect(again.findings).toEqual([]);
+  });
+});
+
+describe('xlsb formula screening on hostile token streams', () => {
+  it('never throws or loops on random tokens, and keeps only streams that walk cleanly', () => {
+    const random = seededRandom(11);
+    let kept = 0;
+    for (let round = 0; round < 2000; round += 1) {
+      const rgce = Uint8Array.from({ length: 1 + Math.floor(random() * 40) }, () =>
+        Math.floor(random() * 256),
+      );
+      if (refusedFormula(rgce) === undefined) kept += 1;
+    }
+    // Random bytes rarely form a clean token stream: a walker that accepts them is too lax.
+    expect(kept).toBeLessThan(100);
+    // Cut in the middle of a token, or an unknown token: refused (the cached value stays).
+    expect(refusedFormula(Uint8Array.from([0x1e, 0x01]))).toBe('hidden-data');
+    expect(refusedFormula(Uint8Array.from([0x02, 0, 0, 0, 0]))).toBe('hidden-data');
+    expect(refusedFormula(Uint8Array.from([0x1e, 1, 0, 0x1e, 2, 0, 0x03]))).toBeUndefined();
   });
 });
 

@@ -20,6 +20,8 @@ export interface XmlElementNode {
   readonly name: string;
   readonly uri: string;
   readonly localName: string;
+  /** `uri localName`, the key the rule tables are looked up by (built once per element). */
+  readonly key: string;
   readonly attributes: readonly XmlAttributeNode[];
 }
 
@@ -83,6 +85,7 @@ export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): voi
       name: tag.name,
       uri: tag.uri,
       localName: tag.local,
+      key: `${tag.uri} ${tag.local}`,
       attributes: attributesOf(tag),
     };
     count += 1;

@@ -104,10 +104,9 @@ function occupiedDroppedElements(bytes: Uint8Array, what: string): Set<number> {
   walkXml(bytes, what, {
     open(element, ancestors) {
       const parent = ancestors.at(-1);
-      if (parent && ODF_DROPPED.has(`${parent.uri} ${parent.localName}`))
-        occupied.add(parent.index);
+      if (parent && ODF_DROPPED.has(parent.key)) occupied.add(parent.index);
       if (
-        ODF_DROPPED.has(`${element.uri} ${element.localName}`) &&
+        ODF_DROPPED.has(element.key) &&
         element.attributes.some((a) => !a.name.startsWith('xmlns'))
       ) {
         occupied.add(element.index);
@@ -115,7 +114,7 @@ function occupiedDroppedElements(bytes: Uint8Array, what: string): Set<number> {
     },
     text(text, ancestors) {
       const parent = ancestors.at(-1);
-      if (parent && text.trim() !== '' && ODF_DROPPED.has(`${parent.uri} ${parent.localName}`)) {
+      if (parent && text.trim() !== '' && ODF_DROPPED.has(parent.key)) {
         occupied.add(parent.index);
       }
     },
@@ -128,7 +127,7 @@ function streamDecision(
   stream: OdfStreamRewrite,
   occupied: ReadonlySet<number>,
 ): ElementDecision {
-  const key = `${element.uri} ${element.localName}`;
+  const key = element.key;
   const kind = ODF_DROPPED.get(key);
   if (kind !== undefined) {
     if (occupied.has(element.index)) stream.findings.add(kind);
@@ -191,7 +190,7 @@ function metaDecision(
   if (ancestors.length === 1 && element.uri === ODF_NS.office && element.localName === 'meta') {
     return { action: 'keep' };
   }
-  if (ancestors.length === 2 && META_KEPT.has(`${element.uri} ${element.localName}`)) {
+  if (ancestors.length === 2 && META_KEPT.has(element.key)) {
     return { action: 'keep' };
   }
   stream.findings.add('document-metadata');

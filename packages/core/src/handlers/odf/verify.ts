@@ -74,7 +74,7 @@ export async function verifyOdf(
         continue;
       }
       checkStream(await read(stream), stream, (element) => {
-        const key = `${element.uri} ${element.localName}`;
+        const key = element.key;
         if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
           throw new VerifyFailure('odf.active-content', `${stream} still holds ${element.name}`);
         }

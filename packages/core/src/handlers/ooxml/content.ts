@@ -216,7 +216,7 @@ export function rewritePart(bytes: Uint8Array, what: string, part: PartRewrite):
     if (part.contentType === CORE_TYPE) return propertiesDecision(element, ancestors, part, true);
     if (part.contentType === EXTENDED_TYPE)
       return propertiesDecision(element, ancestors, part, false);
-    const key = `${element.uri} ${element.localName}`;
+    const key = element.key;
     if (ALWAYS_DROPPED.has(key)) {
       const kind = ALWAYS_DROPPED.get(key);
       if (kind !== undefined) part.findings.add(kind);
@@ -261,7 +261,7 @@ export function rewritePart(bytes: Uint8Array, what: string, part: PartRewrite):
   };
   return rewriteXml(bytes, what, {
     element: decide,
-    dropWhenEmpty: (element) => DROP_WHEN_EMPTY.has(`${element.uri} ${element.localName}`),
+    dropWhenEmpty: (element) => DROP_WHEN_EMPTY.has(element.key),
   });
 }
 

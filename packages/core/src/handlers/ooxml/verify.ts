@@ -188,7 +188,7 @@ function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>)
   guard('ooxml.xml-parse', () => {
     walkXml(bytes, name, {
       open(element) {
-        const key = `${element.uri} ${element.localName}`;
+        const key = element.key;
         if (FORBIDDEN.has(key)) fail(element.name);
         for (const a of element.attributes) {
           const naming = a.uri === NS.r || (a.uri === NS.o && a.localName === 'relid');

@@ -20,6 +20,48 @@ export type ZipWriteEntry =
     }
   | { readonly path: string; readonly directory: true; readonly modifiedAt: Date };
 
+/**
+ * Lazy entries are made one ahead: while zlib deflates entry N on the thread pool, entry N + 1
+ * is read and rewritten on the main thread. At most two lazy entries' data are alive at once.
+ */
+class Prefetch {
+  readonly #entries: readonly ZipWriteEntry[];
+  readonly #started = new Map<number, Promise<Uint8Array>>();
+
+  constructor(entries: readonly ZipWriteEntry[]) {
+    this.#entries = entries;
+  }
+
+  /** The data of lazy entry `index`; starts making the next lazy entry. */
+  take(index: number): Promise<Uint8Array> {
+    const data = this.#start(index);
+    this.#started.delete(index);
+    for (let next = index + 1; next < this.#entries.length; next += 1) {
+      const entry = this.#entries[next];
+      if (entry === undefined || 'directory' in entry || typeof entry.bytes !== 'function')
+        continue;
+      // Made now, awaited when its turn comes; a failure then fails the write (never unhandled).
+      this.#start(next).catch(() => undefined);
+      break;
+    }
+    return data;
+  }
+
+  #start(index: number): Promise<Uint8Array> {
+    const started = this.#started.get(index);
+    if (started) return started;
+    const entry = this.#entries[index];
+    const source = entry && !('directory' in entry) ? entry.bytes : undefined;
+    const data =
+      typeof source === 'function'
+        ? // Started on a later turn, so the current entry's stream is handed to yazl first.
+          new Promise<void>((resolve) => setImmediate(resolve)).then(source)
+        : Promise.resolve(source ?? new Uint8Array());
+    this.#started.set(index, data);
+    return data;
+  }
+}
+
 /** Regular file, rw-r--r--. */
 const FILE_MODE = 0o100644;
 /** Directory, rwxr-xr-x. */
@@ -31,7 +73,8 @@ const DIRECTORY_MODE = 0o040755;
  */
 export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8Array> {
   const zip = new yazl.ZipFile();
-  for (const entry of entries) {
+  const made = new Prefetch(entries);
+  for (const [index, entry] of entries.entries()) {
     if ('directory' in entry) {
       zip.addEmptyDirectory(entry.path, {
         mtime: entry.modifiedAt,
@@ -56,7 +99,7 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
             callback(null, Readable.from([asBuffer(source)]));
             return;
           }
-          source().then(
+          made.take(index).then(
             (data) => {
               callback(null, Readable.from([asBuffer(data)]));
             },

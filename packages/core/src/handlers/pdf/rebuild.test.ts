@@ -562,6 +562,29 @@ describe('the PDF rebuild', () => {
       expect(qpdfCheck(outcome.bytes)).toBe(0);
     });
 
+    it('writes hex strings as digits only, and refuses a damaged dictionary read as one', async () => {
+      // ISO 32000-1 7.3.4.3: white space inside is ignored; a missing last digit is 0.
+      const spaced = buildTextPdf({
+        page: annots(100),
+        objects: [
+          {
+            num: 100,
+            body: '<< /Type /Annot /Subtype /Text /Rect [72 500 90 520] /Contents <48 65 6C\n6C 6F 2> >>',
+          },
+        ],
+      });
+      const output = Buffer.from(cleaned(await run(spaced)).bytes);
+      expect(output.toString('latin1')).toContain('<48656C6C6F20>');
+      expect(qpdfCheck(output)).toBe(0);
+      // A flipped byte turns a font's `<<` into `<`: the parser reads `< /Type ... >` as a hex
+      // string. Such a file is invalid_file, never an output our own verify refuses.
+      const damaged = Buffer.from(
+        buildTextPdf().toString('latin1').replace('<< /Type /Font', '<  /Type /Font'),
+        'latin1',
+      );
+      expect(await run(damaged)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    });
+
     it('rejects a file cut before its catalogue and pages as invalid_file', async () => {
       const input = buildTextPdf();
       const outcome = await run(input.subarray(0, 40));

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 
-import { PDFArray, PDFDict, PDFRawStream, PDFRef } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, PDFHexString, PDFRawStream, PDFRef } from '@cantoo/pdf-lib';
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
+import { Rejection } from '../../_internal/rejection.ts';
 import { assertContentSyntax } from './content.ts';
 import type { StreamBudget } from './streams.ts';
 import { rebuildStream } from './streams.ts';
@@ -60,6 +61,7 @@ export function writePdf({
       const inspect = contentStreams?.has(ref) === true ? assertContentSyntax : undefined;
       object = rebuildStream(object, context, budget, inspect);
     }
+    if (object instanceof PDFHexString) object = canonicalHex(object);
     renumber(object instanceof PDFRawStream ? object.dict : object, numbers, done);
     const objectHead = latin1(`${index + 1} 0 obj\n`);
     offsets.push(length);
@@ -111,6 +113,23 @@ function copyObjectInto(object: PDFObject, out: Buffer, at: number): number {
   return offset - at;
 }
 
+/**
+ * A hex string written as digits only (ISO 32000-1 7.3.4.3: white space is ignored, a missing
+ * final digit is 0). The parser keeps the text between `<` and `>` as it found it, so a damaged
+ * dictionary opener (`< /Type ...>`) reads as a "hex string" of names: never written back.
+ * @throws {Rejection} `invalid_file` for a character that is not a hex digit.
+ */
+function canonicalHex(value: PDFHexString): PDFHexString {
+  const digits = value.asString().replace(/[\0\t\n\f\r ]/g, '');
+  if (!/^[0-9a-fA-F]*$/.test(digits)) {
+    throw new Rejection(
+      'invalid_file',
+      'a PDF hex string holds characters that are not hex digits',
+    );
+  }
+  return PDFHexString.of(digits.length % 2 === 0 ? digits : `${digits}0`);
+}
+
 /** Rewrites every reference inside one object to its new number (nesting was bounded by disarm). */
 function renumber(
   object: PDFObject,
@@ -125,7 +144,8 @@ function renumber(
         const next = numbers.get(value);
         if (next) object.set(entryKey, next);
         else object.delete(entryKey);
-      } else renumber(value, numbers, done);
+      } else if (value instanceof PDFHexString) object.set(entryKey, canonicalHex(value));
+      else renumber(value, numbers, done);
     }
   } else if (object instanceof PDFArray) {
     for (let index = object.size() - 1; index >= 0; index -= 1) {
@@ -134,7 +154,8 @@ function renumber(
         const next = numbers.get(value);
         if (next) object.set(index, next);
         else object.remove(index);
-      } else renumber(value, numbers, done);
+      } else if (value instanceof PDFHexString) object.set(index, canonicalHex(value));
+      else renumber(value, numbers, done);
     }
   }
 }

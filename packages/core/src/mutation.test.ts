@@ -1,0 +1,109 @@
+/**
+ * Damaged files, made the way transfers and attackers damage them: a few bytes of a valid
+ * document overwritten. Whatever the damage, the engine answers with a rebuilt copy or a
+ * precise rejection; it never throws (a throw is a `failed` document, "our fault") and never
+ * hangs. The seeds are fixed, so a failure names the exact bytes that caused it.
+ */
+import {
+  buildBinaryWorkbook,
+  buildFdf,
+  buildImage,
+  buildOdt,
+  buildTextPdf,
+  buildWordDocument,
+  buildWorkbook,
+  buildZip,
+  seededRandom,
+} from '@disarm/fixtures';
+import { describe, expect, it } from 'vitest';
+
+import { disarm } from './disarm.ts';
+
+const ROUNDS = 60;
+
+interface Base {
+  readonly name: string;
+  readonly fileName: string;
+  readonly bytes: () => Promise<Uint8Array>;
+}
+
+const BASES: readonly Base[] = [
+  {
+    name: 'a PDF with script and an object stream',
+    fileName: 'f.pdf',
+    bytes: () =>
+      Promise.resolve(
+        buildTextPdf({
+          pages: ['one', 'two'],
+          catalog: '/OpenAction << /S /JavaScript /JS (app.alert\\(1\\)) >>',
+          layout: { xref: 'stream', compressed: [1, 2, 3] },
+        }),
+      ),
+  },
+  {
+    name: 'an FDF',
+    fileName: 'f.fdf',
+    bytes: () => Promise.resolve(buildFdf({ fields: { name: 'Alice' } })),
+  },
+  {
+    name: 'a docx with VBA and DDE',
+    fileName: 'f.docx',
+    bytes: () => buildWordDocument('docx', { texts: ['a', 'b'], vba: true, dde: true }),
+  },
+  {
+    name: 'an xlsm with an XLM macro sheet',
+    fileName: 'f.xlsm',
+    bytes: () => buildWorkbook('xlsm', { texts: ['a', 'b'], macroSheet: true, dde: true }),
+  },
+  {
+    name: 'an xlsb with a macro sheet and risky formulas',
+    fileName: 'f.xlsb',
+    bytes: () => buildBinaryWorkbook({ texts: ['a', 'b'], macroSheet: true, riskyFormulas: true }),
+  },
+  {
+    name: 'an odt with Basic and scripts',
+    fileName: 'f.odt',
+    bytes: () => buildOdt({ texts: ['a', 'b'], basic: true, scripts: true }),
+  },
+  {
+    name: 'a zip of images',
+    fileName: 'f.zip',
+    bytes: async () => {
+      const png = await buildImage('png', { width: 16, height: 16 });
+      return buildZip([
+        { name: 'a.png', data: png },
+        { name: 'b.png', data: png },
+      ]);
+    },
+  },
+];
+
+describe('damaged documents', () => {
+  it.each(BASES)(
+    '$name: every damage gets a rebuild or a rejection',
+    async (base) => {
+      const original = await base.bytes();
+      const random = seededRandom(original.length);
+      const outcomes = new Set<string>();
+      for (let round = 0; round < ROUNDS; round += 1) {
+        const bytes = Uint8Array.from(original);
+        const at: number[] = [];
+        for (let flip = 0; flip < 1 + Math.floor(random() * 3); flip += 1) {
+          const index = Math.floor(random() * bytes.length);
+          at.push(index);
+          bytes[index] = Math.floor(random() * 256);
+        }
+        const outcome = await disarm(
+          { bytes, fileName: base.fileName },
+          { limits: { timeoutMs: 20_000 } },
+        ).catch((error: unknown) => {
+          throw new Error(`bytes ${at.join(', ')} overwritten: ${String(error)}`);
+        });
+        outcomes.add(outcome.status);
+      }
+      // Some damage is survivable and some is not: both answers must occur.
+      expect([...outcomes].sort()).toEqual(['cleaned', 'rejected']);
+    },
+    120_000,
+  );
+});

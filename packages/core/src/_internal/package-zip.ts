@@ -1,5 +1,6 @@
-import type { EngineContext } from '../handlers/types.ts';
+import type { DetectedFile, EngineContext } from '../handlers/types.ts';
 import { assertExpansionRatio, formatBytes } from '../limits.ts';
+import { sha256Hex } from './bytes.ts';
 import { Rejection } from './rejection.ts';
 import {
   compressionName,
@@ -46,12 +47,13 @@ export interface OfficePackage {
  * @throws {Rejection} `invalid_file`, `password_protected`, `file_too_large`, `threat_detected`.
  */
 export async function withOfficePackage<T>(
-  bytes: Uint8Array,
-  hash: string,
+  input: DetectedFile,
   context: EngineContext,
-  what: string,
-  use: (pkg: OfficePackage) => Promise<T>,
+  use: (pkg: OfficePackage, what: string) => Promise<T>,
 ): Promise<T> {
+  const { bytes } = input;
+  const what = `the .${input.format.extension} package`;
+  const hash = sha256Hex(bytes);
   const listing = await openZip(bytes, context.limits.maxEntries);
   try {
     await checkListing(listing, bytes.length, context, what);
@@ -105,11 +107,14 @@ export async function withOfficePackage<T>(
     };
     let result: T;
     try {
-      result = await use({
-        members,
-        byFoldedName: new Map(members.map((member) => [member.name.toLowerCase(), member])),
-        hash,
-      });
+      result = await use(
+        {
+          members,
+          byFoldedName: new Map(members.map((member) => [member.name.toLowerCase(), member])),
+          hash,
+        },
+        what,
+      );
     } catch (error) {
       // A threat anywhere decides the reason, whatever went wrong first.
       if (error instanceof Rejection) await scanUnread(true);

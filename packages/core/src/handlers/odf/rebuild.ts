@@ -1,4 +1,3 @@
-import { sha256Hex } from '../../_internal/bytes.ts';
 import { PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
 import type { OfficePackage } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
@@ -52,10 +51,7 @@ export async function rebuildOdf(
       `rebuilding .${input.format.extension} files (converted to PDF) is not yet supported by this engine version`,
     );
   }
-  const what = `the .${input.format.extension} package`;
-  return withOfficePackage(input.bytes, sha256Hex(input.bytes), context, what, (pkg) =>
-    rebuildPackage(pkg, context, what),
-  );
+  return withOfficePackage(input, context, (pkg, what) => rebuildPackage(pkg, context, what));
 }
 
 async function rebuildPackage(

@@ -1,4 +1,3 @@
-import { sha256Hex } from '../../_internal/bytes.ts';
 import { isSafeHyperlink, PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
@@ -59,10 +58,7 @@ export async function rebuildOoxml(
   input: DetectedFile,
   context: EngineContext,
 ): Promise<HandlerOutput> {
-  const what = `the .${input.format.extension} package`;
-  return withOfficePackage(input.bytes, sha256Hex(input.bytes), context, what, (pkg) =>
-    rebuildPackage(pkg, context, what),
-  );
+  return withOfficePackage(input, context, (pkg, what) => rebuildPackage(pkg, context, what));
 }
 
 async function rebuildPackage(

@@ -7,6 +7,7 @@ import {
   ACTIVE_CONTENT_SIGNATURES,
   binaryWorkbookCsv,
   buildBinaryWorkbook,
+  clamscanVerdicts,
   buildOpcPackage,
   COMPOUND_FIXTURES,
   RELATIONSHIP_TYPES,
@@ -697,31 +698,6 @@ describe('xlsb outputs, as independent readers see them', () => {
     await rm(work, { recursive: true, force: true });
   });
 
-  /** clamscan's verdict per file name: the signature it found, or `OK`. */
-  function clamscan(folder: string): Record<string, string> {
-    let report: string;
-    try {
-      report = execFileSync(
-        'clamscan',
-        ['--no-summary', '--alert-macros=yes', '-d', join(work, 'disarm.ndb'), '-r', folder],
-        { encoding: 'utf8' },
-      );
-    } catch (error) {
-      // Exit 1 means "something found"; the report is still on stdout.
-      const stdout = (error as { stdout?: unknown }).stdout;
-      report = typeof stdout === 'string' ? stdout : '';
-    }
-    return Object.fromEntries(
-      report
-        .trim()
-        .split('\n')
-        .map((line) => {
-          const [path = '', verdict = ''] = line.split(': ');
-          return [path.slice(path.lastIndexOf('/') + 1), verdict.replace(/ FOUND$/, '')];
-        }),
-    );
-  }
-
   /** Every sheet of every workbook in `folder` as LibreOffice writes it to CSV, by file-sheet. */
   async function libreOfficeCsv(folder: string): Promise<Record<string, string>> {
     const out = join(folder, 'csv');
@@ -747,8 +723,8 @@ describe('xlsb outputs, as independent readers see them', () => {
   }
 
   it('ClamAV flags every active input and no output', () => {
-    const inputs = clamscan(join(work, 'in'));
-    const outputs = clamscan(join(work, 'out'));
+    const inputs = clamscanVerdicts(join(work, 'in'), join(work, 'disarm.ndb'));
+    const outputs = clamscanVerdicts(join(work, 'out'), join(work, 'disarm.ndb'));
     for (const [name] of cases) {
       const file = `${name}.xlsb`;
       // Formulas calling CALL or RTD carry no macro ClamAV knows; the records test covers them.

@@ -1,26 +1,28 @@
 import { describe, expect, it } from 'vitest';
 
 import { Rejection } from './rejection.ts';
-import { rewriteXml } from './xml-rewrite.ts';
+import { collectChunks, rewriteXml } from './xml-rewrite.ts';
 import type { XmlRewriteRules } from './xml-rewrite.ts';
 
 const DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
 const decode = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
+const rewrite = async (input: string, rules: XmlRewriteRules): Promise<string> =>
+  decode(await collectChunks(rewriteXml(encode(input), 'part', rules)));
 
 const keepAll: XmlRewriteRules = { element: () => ({ action: 'keep' }) };
 
 describe('rewriteXml', () => {
-  it('writes UTF-8 with a fresh declaration, escaping what must be escaped', () => {
+  it('writes UTF-8 with a fresh declaration, escaping what must be escaped', async () => {
     const input =
       '<?xml version="1.0" encoding="UTF-8"?><!-- gone --><r a="x&amp;y&quot;&#10;">é ✓ 😀 &lt;b&gt; &amp;<e></e><f/></r>';
-    const output = decode(rewriteXml(encode(input), 'part', keepAll));
+    const output = await rewrite(input, keepAll);
     expect(output).toBe(
       `${DECLARATION}<r a="x&amp;y&quot;&#10;">é ✓ 😀 &lt;b&gt; &amp;<e/><f/></r>`,
     );
   });
 
-  it('drops and unwraps elements, and rolls back an empty lazy container', () => {
+  it('drops and unwraps elements, and rolls back an empty lazy container', async () => {
     const input =
       '<r><names><name>secret</name></names><keep><u><t>text</t></u></keep><names><name>ok</name></names></r>';
     const rules: XmlRewriteRules = {
@@ -33,21 +35,57 @@ describe('rewriteXml', () => {
       },
       dropWhenEmpty: (element) => element.localName === 'names',
     };
-    expect(decode(rewriteXml(encode(input), 'part', rules))).toBe(
+    expect(await rewrite(input, rules)).toBe(
       `${DECLARATION}<r><keep><t>text</t></keep><names><name>ok</name></names></r>`,
     );
   });
 
-  it('grows its output past the first buffer without losing multi-byte text', () => {
-    const cell = '<c>żółw 🐢 and a long enough run of text to fill the buffer quickly</c>';
-    const input = `<r>${cell.repeat(20_000)}</r>`;
-    const output = decode(rewriteXml(encode(input), 'part', keepAll));
-    expect(output).toBe(`${DECLARATION}${input}`);
+  it('hands its output on in chunks, none splitting a character, a tag or an empty element', async () => {
+    // Multi-byte text, astral characters at every offset, and empty elements written `<e/>`
+    // wherever a chunk or slice boundary falls.
+    const cell = '<c>żółw 🐢 and a long enough run of text to fill the buffer quickly</c><e></e>';
+    const input = `<r>${Array.from({ length: 20_000 }, (_, i) => `${'😀'.repeat(i % 3)}${cell}`).join('')}</r>`;
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of rewriteXml(encode(input), 'part', keepAll)) chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(3);
+    expect(decode(Buffer.concat(chunks))).toBe(
+      `${DECLARATION}${input.replaceAll('<e></e>', '<e/>')}`,
+    );
   });
 
-  it('refuses a DOCTYPE and malformed XML as invalid_file', () => {
+  it('keeps a lazy container back until it has content, however much comes before it', async () => {
+    const filler = `<p>${'x'.repeat(100_000)}</p>`;
+    const input = `<r>${filler}<names>${' '.repeat(300_000)}<name>gone</name></names>${filler}<names>${' '.repeat(300_000)}<name>kept</name></names></r>`;
+    const rules: XmlRewriteRules = {
+      element: (element) =>
+        element.localName === 'name' && element.index === 3
+          ? { action: 'drop' }
+          : { action: 'keep' },
+      dropWhenEmpty: (element) => element.localName === 'names',
+    };
+    expect(await rewrite(input, rules)).toBe(
+      `${DECLARATION}<r>${filler}${filler}<names>${' '.repeat(300_000)}<name>kept</name></names></r>`,
+    );
+  });
+
+  it('refuses a DOCTYPE and malformed XML as invalid_file, also deep into a long part', async () => {
     const doctype = '<!DOCTYPE r [<!ENTITY a "aaaa">]><r>&a;</r>';
-    expect(() => rewriteXml(encode(doctype), 'part', keepAll)).toThrow(Rejection);
-    expect(() => rewriteXml(encode('<r><a></r>'), 'part', keepAll)).toThrow(/not well-formed/);
+    await expect(rewrite(doctype, keepAll)).rejects.toThrow(Rejection);
+    await expect(rewrite('<r><a></r>', keepAll)).rejects.toThrow(/not well-formed/);
+    const late = `<r>${'<p>text</p>'.repeat(200_000)}<a></r>`;
+    await expect(rewrite(late, keepAll)).rejects.toThrow(/not well-formed/);
+  });
+
+  it('stops between slices when its pace throws (a deadline)', async () => {
+    const input = `<r>${'<p>text</p>'.repeat(100_000)}</r>`;
+    let turns = 0;
+    const pace = (): Promise<void> => {
+      turns += 1;
+      return turns === 3 ? Promise.reject(new Error('deadline')) : Promise.resolve();
+    };
+    await expect(collectChunks(rewriteXml(encode(input), 'part', keepAll, pace))).rejects.toThrow(
+      'deadline',
+    );
+    expect(turns).toBe(3);
   });
 });

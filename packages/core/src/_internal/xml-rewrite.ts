@@ -55,6 +55,30 @@ export interface XmlRewriteRules {
 const MAX_XML_ELEMENTS = 5_000_000;
 
 /**
+ * Called between slices of a long part: gives the event loop a turn (zlib, deflating the part
+ * written before, needs the main thread between its steps) and may throw to stop the walk (a
+ * deadline).
+ */
+export type Pace = () => Promise<void>;
+
+/** Gives the event loop one turn. */
+export const nextTurn: Pace = () =>
+  new Promise<void>((resolve) => {
+    setImmediate(resolve);
+  });
+
+/** A pace that gives the event loop a turn and then runs `check` (a deadline), which may throw. */
+export function paceWith(check: () => void): Pace {
+  return async () => {
+    await nextTurn();
+    check();
+  };
+}
+
+/** UTF-16 units parsed between two turns of a paced walk: about a millisecond of work. */
+const SLICE_UNITS = 32 * 1024;
+
+/**
  * Walks a part's elements and text with saxes. A document type declaration makes the part
  * `invalid_file` (the documented rule: OOXML and ODF parts never need one, and entity expansion
  * and external entities live there); saxes itself never loads a DTD, expands a non-predefined
@@ -64,57 +88,147 @@ const MAX_XML_ELEMENTS = 5_000_000;
  *   {@link MAX_XML_PART_BYTES}.
  */
 export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): void {
-  if (bytes.length > MAX_XML_PART_BYTES) {
-    throw new Rejection('file_too_large', `${what} is larger than ${MAX_XML_PART_BYTES} bytes`);
+  const walk = new XmlWalk(bytes, what, walker);
+  walk.write(walk.text);
+  walk.close();
+}
+
+/**
+ * {@link walkXml} in slices, with `pace` awaited between them: a long part does not hold the
+ * main thread for its whole parse.
+ */
+export async function walkXmlPaced(
+  bytes: Uint8Array,
+  what: string,
+  walker: XmlWalker,
+  pace: Pace,
+): Promise<void> {
+  const walk = new XmlWalk(bytes, what, walker);
+  for (const slice of slices(walk.text)) {
+    walk.write(slice);
+    await pace();
   }
-  const parser = new SaxesParser({ xmlns: true, position: false });
-  const stack: XmlElementNode[] = [];
-  let count = 0;
-  let failure: Rejection | undefined;
-  parser.on('doctype', () => {
-    failure ??= new Rejection('invalid_file', `${what} declares a DOCTYPE, which is not allowed`);
-  });
-  parser.on('opentag', (tag: SaxesTagNS) => {
-    if (failure) return;
-    if (count >= MAX_XML_ELEMENTS) {
-      failure = new Rejection('invalid_file', `${what} has more than ${MAX_XML_ELEMENTS} elements`);
-      return;
+  walk.close();
+}
+
+/** The text in slices of about {@link SLICE_UNITS}, never between the halves of a surrogate pair. */
+function* slices(text: string): Generator<string> {
+  for (let at = 0; at < text.length;) {
+    let end = Math.min(text.length, at + SLICE_UNITS);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
+    yield text.slice(at, end);
+    at = end;
+  }
+}
+
+/** One saxes parse reporting to a walker; `write` and `close` throw the part's rejection. */
+class XmlWalk {
+  readonly text: string;
+  readonly #parser = new SaxesParser({ xmlns: true, position: false });
+  #failure: Rejection | undefined;
+
+  constructor(bytes: Uint8Array, what: string, walker: XmlWalker) {
+    if (bytes.length > MAX_XML_PART_BYTES) {
+      throw new Rejection('file_too_large', `${what} is larger than ${MAX_XML_PART_BYTES} bytes`);
     }
-    const element: XmlElementNode = {
-      index: count,
-      name: tag.name,
-      uri: tag.uri,
-      localName: tag.local,
-      key: `${tag.uri} ${tag.local}`,
-      attributes: attributesOf(tag),
+    this.text = decodeXmlText(bytes);
+    const parser = this.#parser;
+    const keyOf = elementKeys();
+    const stack: XmlElementNode[] = [];
+    let count = 0;
+    parser.on('doctype', () => {
+      this.#failure ??= new Rejection(
+        'invalid_file',
+        `${what} declares a DOCTYPE, which is not allowed`,
+      );
+    });
+    parser.on('opentag', (tag: SaxesTagNS) => {
+      if (this.#failure) return;
+      if (count >= MAX_XML_ELEMENTS) {
+        this.#failure = new Rejection(
+          'invalid_file',
+          `${what} has more than ${MAX_XML_ELEMENTS} elements`,
+        );
+        return;
+      }
+      const element: XmlElementNode = {
+        index: count,
+        name: tag.name,
+        uri: tag.uri,
+        localName: tag.local,
+        key: keyOf(tag.uri, tag.local),
+        attributes: attributesOf(tag),
+      };
+      count += 1;
+      walker.open?.(element, stack);
+      stack.push(element);
+    });
+    parser.on('closetag', () => {
+      const element = stack.pop();
+      if (element && !this.#failure) walker.close?.(element);
+    });
+    const onText = (text: string): void => {
+      if (!this.#failure && stack.length > 0) walker.text?.(text, stack);
     };
-    count += 1;
-    walker.open?.(element, stack);
-    stack.push(element);
-  });
-  parser.on('closetag', () => {
-    const element = stack.pop();
-    if (element && !failure) walker.close?.(element);
-  });
-  const onText = (text: string): void => {
-    if (!failure && stack.length > 0) walker.text?.(text, stack);
-  };
-  parser.on('text', onText);
-  parser.on('cdata', onText);
-  parser.on('error', (error) => {
-    failure ??= new Rejection('invalid_file', `${what} is not well-formed XML: ${error.message}`);
-  });
-  try {
-    parser.write(decodeXmlText(bytes)).close();
-  } catch (error) {
-    // A walker stops the walk by throwing: its rejection is the part's, anything else is not ours.
-    if (!(error instanceof Rejection)) throw error;
-    failure ??= error;
+    parser.on('text', onText);
+    parser.on('cdata', onText);
+    parser.on('error', (error) => {
+      this.#failure ??= new Rejection(
+        'invalid_file',
+        `${what} is not well-formed XML: ${error.message}`,
+      );
+    });
   }
-  if (failure) throw failure;
+
+  write(text: string): void {
+    this.#run(() => this.#parser.write(text));
+  }
+
+  close(): void {
+    this.#run(() => this.#parser.close());
+  }
+
+  #run(step: () => void): void {
+    if (!this.#failure) {
+      try {
+        step();
+      } catch (error) {
+        // A walker stops the walk by throwing: its rejection is the part's, anything else is
+        // not ours.
+        if (!(error instanceof Rejection)) throw error;
+        this.#failure ??= error;
+      }
+    }
+    if (this.#failure) throw this.#failure;
+  }
 }
 
 const NO_ATTRIBUTES: readonly XmlAttributeNode[] = Object.freeze([]);
+
+/** Distinct names one walk remembers per namespace; past this, keys are built afresh. */
+const MAX_CACHED_KEYS = 4096;
+
+/**
+ * Element keys built once per distinct name in a walk: the same key string for every `<w:t>`, so
+ * rule tables hash it once instead of hashing a fresh string per element.
+ */
+function elementKeys(): (uri: string, localName: string) => string {
+  const byUri = new Map<string, Map<string, string>>();
+  return (uri, localName) => {
+    let byLocal = byUri.get(uri);
+    if (byLocal === undefined) {
+      byLocal = new Map();
+      if (byUri.size < MAX_CACHED_KEYS) byUri.set(uri, byLocal);
+    }
+    let key = byLocal.get(localName);
+    if (key === undefined) {
+      key = `${uri} ${localName}`;
+      if (byLocal.size < MAX_CACHED_KEYS) byLocal.set(localName, key);
+    }
+    return key;
+  };
+}
 
 function attributesOf(tag: SaxesTagNS): readonly XmlAttributeNode[] {
   let attributes: XmlAttributeNode[] | undefined;
@@ -143,46 +257,117 @@ interface Frame {
   hasContent: boolean;
 }
 
+/** Output handed on in chunks of at least this many bytes while a part is rewritten. */
+const CHUNK_BYTES = 256 * 1024;
+
+/** Text collected before it is encoded: one native call per this many UTF-16 units, not per tag. */
+const ENCODE_EVERY = 64 * 1024;
+
 /**
- * UTF-8 output written straight into one growing buffer: no list of pieces and no join (a 13 MB
- * part used to become millions of small strings, most of the rewrite's memory and GC).
+ * UTF-8 output of a rewrite. Text is gathered in a string (V8 joins it cheaply) and encoded into
+ * one growing buffer every {@link ENCODE_EVERY} units: no list of millions of pieces, and no
+ * native call per tag. Positions count UTF-16 units written so far. Text after `hold` (the start
+ * of an open container that may still be rolled back) stays unencoded until the hold moves.
  */
 class Utf8Output {
   #buffer = Buffer.allocUnsafe(64 * 1024);
-  length = 0;
+  #bytes = 0;
+  #encodedUnits = 0;
+  #pending = '';
+  #nextEncode = ENCODE_EVERY;
 
-  write(text: string): void {
-    // At most 3 bytes per UTF-16 unit.
-    if (this.length + text.length * 3 > this.#buffer.length) {
-      const next = Buffer.allocUnsafe(
-        Math.max(this.#buffer.length * 2, this.length + text.length * 3),
-      );
-      this.#buffer.copy(next, 0, 0, this.length);
-      this.#buffer = next;
-    }
-    this.length += this.#buffer.write(text, this.length, 'utf8');
+  get position(): number {
+    return this.#encodedUnits + this.#pending.length;
+  }
+
+  /** Appends text; encodes what is gathered up to `hold()` once enough is gathered. */
+  write(text: string, hold: () => number): void {
+    this.#pending += text;
+    if (this.#pending.length < this.#nextEncode) return;
+    const units = Math.min(this.#pending.length, Math.max(0, hold() - this.#encodedUnits));
+    this.#encode(units);
+    // A hold that keeps most text back is asked again only after as much again is gathered.
+    this.#nextEncode = this.#pending.length + ENCODE_EVERY;
+  }
+
+  /** Forgets everything written from `position` on (never before a hold, see `write`). */
+  rollback(position: number): void {
+    if (position < this.#encodedUnits) throw new Error('rollback past encoded output');
+    this.#pending = this.#pending.slice(0, position - this.#encodedUnits);
   }
 
   /** Turns the `>` just written into `/>`. */
   closeEmpty(): void {
-    this.length -= 1;
-    this.write('/>');
+    if (this.#pending.length > 0) {
+      this.#pending = `${this.#pending.slice(0, -1)}/>`;
+      return;
+    }
+    // The `>` was encoded already: one unit, one byte.
+    this.#bytes -= 1;
+    this.#encodedUnits -= 1;
+    this.#pending = '/>';
   }
 
-  bytes(): Uint8Array {
-    return new Uint8Array(this.#buffer.buffer, this.#buffer.byteOffset, this.length).slice();
+  /**
+   * The bytes encoded so far once there are at least {@link CHUNK_BYTES} of them, but the last
+   * (the `>` that {@link closeEmpty} may still turn into `/>`); those are then forgotten.
+   */
+  take(): Uint8Array | undefined {
+    if (this.#bytes < CHUNK_BYTES) return undefined;
+    const chunk = new Uint8Array(this.#buffer.subarray(0, this.#bytes - 1));
+    this.#buffer[0] = this.#buffer[this.#bytes - 1] ?? 0;
+    this.#bytes = 1;
+    return chunk;
+  }
+
+  /** Everything not taken yet, to the end. */
+  rest(): Uint8Array {
+    this.#encode(this.#pending.length);
+    return new Uint8Array(this.#buffer.subarray(0, this.#bytes));
+  }
+
+  #encode(units: number): void {
+    if (units <= 0) return;
+    const text = units === this.#pending.length ? this.#pending : this.#pending.slice(0, units);
+    // At most 3 bytes per UTF-16 unit.
+    if (this.#bytes + text.length * 3 > this.#buffer.length) {
+      const next = Buffer.allocUnsafe(
+        Math.max(this.#buffer.length * 2, this.#bytes + text.length * 3),
+      );
+      this.#buffer.copy(next, 0, 0, this.#bytes);
+      this.#buffer = next;
+    }
+    this.#bytes += this.#buffer.write(text, this.#bytes, 'utf8');
+    this.#encodedUnits += units;
+    this.#pending = units === this.#pending.length ? '' : this.#pending.slice(units);
   }
 }
 
 /**
  * Re-serialises a part from parser events: UTF-8, a fresh XML declaration, namespaces and
  * attributes as written, no comments, no processing instructions, no DOCTYPE (refused, see
- * {@link walkXml}). Each element passes through `rules.element`.
+ * {@link walkXml}). Each element passes through `rules.element`. The part is parsed in slices
+ * with `pace` between them and its output handed on in chunks as it is made, so the zip writer
+ * deflates the start of a long part while the rest is rewritten. A rejection can come after
+ * chunks were handed on: a consumer that must not see part of a refused part collects first.
  */
-export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRules): Uint8Array {
+export async function* rewriteXml(
+  bytes: Uint8Array,
+  what: string,
+  rules: XmlRewriteRules,
+  pace: Pace = nextTurn,
+): AsyncGenerator<Uint8Array, void, undefined> {
   const out = new Utf8Output();
-  out.write('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n');
   const frames: Frame[] = [];
+  // Output from the start of the outermost open lazy container that has no content yet may
+  // still be rolled back, so it is not encoded yet.
+  const hold = (): number => {
+    for (const frame of frames) {
+      if (frame.lazy && !frame.hasContent) return frame.start;
+    }
+    return Number.POSITIVE_INFINITY;
+  };
+  out.write('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n', hold);
   let dropDepth = 0;
   const markContent = (): void => {
     for (let i = frames.length - 1; i >= 0; i -= 1) {
@@ -191,7 +376,7 @@ export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRul
       frame.hasContent = true;
     }
   };
-  walkXml(bytes, what, {
+  const walk = new XmlWalk(bytes, what, {
     open(element, ancestors) {
       if (dropDepth > 0) {
         dropDepth += 1;
@@ -205,16 +390,16 @@ export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRul
       const written = decision.action === 'keep';
       const lazy = written && rules.dropWhenEmpty?.(element) === true;
       if (written && !lazy) markContent();
-      const start = out.length;
+      const start = out.position;
       if (written) {
         const attributes = decision.attributes ?? element.attributes;
         let tag = `<${element.name}`;
         for (const attribute of attributes) {
           tag += ` ${attribute.name}="${escapeAttribute(attribute.value)}"`;
         }
-        out.write(`${tag}>`);
+        out.write(`${tag}>`, hold);
       }
-      frames.push({ element, written, start, startTagEnd: out.length, lazy, hasContent: false });
+      frames.push({ element, written, start, startTagEnd: out.position, lazy, hasContent: false });
     },
     close() {
       if (dropDepth > 0) {
@@ -224,21 +409,35 @@ export function rewriteXml(bytes: Uint8Array, what: string, rules: XmlRewriteRul
       const frame = frames.pop();
       if (!frame?.written) return;
       if (frame.lazy && !frame.hasContent) {
-        out.length = frame.start;
+        out.rollback(frame.start);
         return;
       }
       if (frame.lazy) markContent();
       // `<a></a>` is written `<a/>`, as the input most likely had it.
-      if (out.length === frame.startTagEnd) out.closeEmpty();
-      else out.write(`</${frame.element.name}>`);
+      if (out.position === frame.startTagEnd) out.closeEmpty();
+      else out.write(`</${frame.element.name}>`, hold);
     },
     text(text) {
       if (dropDepth > 0) return;
       if (text.trim() !== '') markContent();
-      out.write(escapeText(text));
+      out.write(escapeText(text), hold);
     },
   });
-  return out.bytes();
+  for (const slice of slices(walk.text)) {
+    walk.write(slice);
+    const chunk = out.take();
+    if (chunk) yield chunk;
+    await pace();
+  }
+  walk.close();
+  yield out.rest();
+}
+
+/** All of a rewrite's output in one array. */
+export async function collectChunks(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return Buffer.concat(parts);
 }
 
 function escapeText(text: string): string {

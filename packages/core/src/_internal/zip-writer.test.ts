@@ -28,9 +28,11 @@ describe('writeZip', () => {
     const made: string[] = [];
     const lazy = (name: string): ZipWriteEntry => ({
       path: name,
-      bytes: () => {
+      bytes: async function* () {
         made.push(name);
-        return Promise.resolve(encode(`${name} `.repeat(10_000)));
+        await Promise.resolve();
+        yield encode(`${name} `.repeat(5_000));
+        yield encode(`${name} `.repeat(5_000));
       },
       modifiedAt: TIME,
       compress: true,
@@ -48,23 +50,31 @@ describe('writeZip', () => {
     expect(members['c.xml']).toBe('c.xml '.repeat(10_000));
   });
 
-  it('fails the write with the rejection a lazy entry throws, also one made ahead', async () => {
+  it('fails the write with the rejection a lazy entry throws after its first chunks', async () => {
     const failing: ZipWriteEntry[] = [
       {
         path: 'a.xml',
-        bytes: () => Promise.resolve(encode('a')),
+        bytes: async function* () {
+          yield await Promise.resolve(encode('a'));
+        },
         modifiedAt: TIME,
         compress: true,
       },
       {
         path: 'b.xml',
-        bytes: () => Promise.reject(new Rejection('invalid_file', 'b is broken')),
+        bytes: async function* () {
+          yield encode('b '.repeat(100_000));
+          await Promise.resolve();
+          throw new Rejection('invalid_file', 'b is broken');
+        },
         modifiedAt: TIME,
         compress: true,
       },
       {
         path: 'c.xml',
-        bytes: () => Promise.resolve(encode('c')),
+        bytes: async function* () {
+          yield await Promise.resolve(encode('c'));
+        },
         modifiedAt: TIME,
         compress: true,
       },

@@ -4,16 +4,20 @@ import yazl from 'yazl';
 
 import { asBuffer } from './bytes.ts';
 
+/** Data made in chunks when its entry's turn comes. */
+export type LazyBytes = () => AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+
 /** One entry of a zip being written. */
 export type ZipWriteEntry =
   | {
       readonly path: string;
       /**
-       * The data, or a function that makes it when the entry's turn comes: then only one lazy
-       * entry's data is alive at a time (a package rebuilt part by part stays bounded by its
-       * largest part). A rejection it throws fails the whole write.
+       * The data, or a function that makes it in chunks when the entry's turn comes: then only
+       * the lazy entry being written and the next one are alive at a time (a package rebuilt part
+       * by part stays bounded by its largest parts), and the chunks are deflated as they come. A
+       * rejection it throws fails the whole write.
        */
-      readonly bytes: Uint8Array | (() => Promise<Uint8Array>);
+      readonly bytes: Uint8Array | LazyBytes;
       readonly modifiedAt: Date;
       /** Deflate the data; leave off for formats that are compressed already. */
       readonly compress: boolean;
@@ -21,44 +25,97 @@ export type ZipWriteEntry =
   | { readonly path: string; readonly directory: true; readonly modifiedAt: Date };
 
 /**
+ * One lazy entry's data, made eagerly from the moment it is started: chunks wait here until the
+ * zip writer reads them. A failure is reported to `fail` and ends the data (the write is failed
+ * by then, so the zip writer never waits on it).
+ */
+class Production {
+  readonly #chunks: Uint8Array[] = [];
+  #finished = false;
+  #wake: (() => void) | undefined;
+
+  constructor(make: LazyBytes, fail: (error: unknown) => void) {
+    void this.#run(make, fail);
+  }
+
+  async #run(make: LazyBytes, fail: (error: unknown) => void): Promise<void> {
+    try {
+      // Started on a later turn, so the entry being written is handed to yazl first.
+      await new Promise<void>((resolve) => {
+        setImmediate(resolve);
+      });
+      for await (const chunk of make()) {
+        this.#chunks.push(chunk);
+        this.#wake?.();
+      }
+    } catch (error) {
+      fail(error);
+    }
+    this.#finished = true;
+    this.#wake?.();
+  }
+
+  /** The chunks in order, as they come. Never throws. */
+  async *drain(): AsyncGenerator<Buffer, void, undefined> {
+    for (;;) {
+      const chunk = this.#chunks.shift();
+      if (chunk !== undefined) {
+        yield asBuffer(chunk);
+        continue;
+      }
+      if (this.#finished) return;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+  }
+}
+
+/**
  * Lazy entries are made one ahead: while zlib deflates entry N on the thread pool, entry N + 1
  * is read and rewritten on the main thread. At most two lazy entries' data are alive at once.
  */
 class Prefetch {
   readonly #entries: readonly ZipWriteEntry[];
-  readonly #started = new Map<number, Promise<Uint8Array>>();
+  readonly #started = new Map<number, Production>();
+  readonly #fail: (error: unknown) => void;
+  /** Set once the write failed: nothing more is made. */
+  stopped = false;
 
-  constructor(entries: readonly ZipWriteEntry[]) {
+  constructor(entries: readonly ZipWriteEntry[], fail: (error: unknown) => void) {
     this.#entries = entries;
+    this.#fail = fail;
   }
 
-  /** The data of lazy entry `index`; starts making the next lazy entry. */
-  take(index: number): Promise<Uint8Array> {
-    const data = this.#start(index);
+  /** The data of lazy entry `index` as a stream; starts making the next lazy entry. */
+  take(index: number): Readable {
+    const production = this.#start(index);
     this.#started.delete(index);
     for (let next = index + 1; next < this.#entries.length; next += 1) {
-      const entry = this.#entries[next];
-      if (entry === undefined || 'directory' in entry || typeof entry.bytes !== 'function')
-        continue;
-      // Made now, awaited when its turn comes; a failure then fails the write (never unhandled).
-      this.#start(next).catch(() => undefined);
+      if (this.#lazy(next) === undefined) continue;
+      this.#start(next);
       break;
     }
-    return data;
+    return production === undefined ? Readable.from([]) : Readable.from(production.drain());
   }
 
-  #start(index: number): Promise<Uint8Array> {
-    const started = this.#started.get(index);
-    if (started) return started;
+  #lazy(index: number): LazyBytes | undefined {
     const entry = this.#entries[index];
-    const source = entry && !('directory' in entry) ? entry.bytes : undefined;
-    const data =
-      typeof source === 'function'
-        ? // Started on a later turn, so the current entry's stream is handed to yazl first.
-          new Promise<void>((resolve) => setImmediate(resolve)).then(source)
-        : Promise.resolve(source ?? new Uint8Array());
-    this.#started.set(index, data);
-    return data;
+    if (entry === undefined || 'directory' in entry || typeof entry.bytes !== 'function') {
+      return undefined;
+    }
+    return entry.bytes;
+  }
+
+  #start(index: number): Production | undefined {
+    const started = this.#started.get(index);
+    if (started || this.stopped) return started;
+    const make = this.#lazy(index);
+    if (make === undefined) return undefined;
+    const production = new Production(make, this.#fail);
+    this.#started.set(index, production);
+    return production;
   }
 }
 
@@ -73,7 +130,18 @@ const DIRECTORY_MODE = 0o040755;
  */
 export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8Array> {
   const zip = new yazl.ZipFile();
-  const made = new Prefetch(entries);
+  let failure: { readonly error: unknown } | undefined;
+  let failWrite: (error: unknown) => void = () => undefined;
+  const failed = new Promise<never>((_, reject) => {
+    failWrite = reject;
+  });
+  failed.catch(() => undefined);
+  const made = new Prefetch(entries, (error) => {
+    if (failure) return;
+    failure = { error };
+    made.stopped = true;
+    failWrite(error);
+  });
   for (const [index, entry] of entries.entries()) {
     if ('directory' in entry) {
       zip.addEmptyDirectory(entry.path, {
@@ -95,20 +163,9 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
           ...(typeof source === 'function' ? {} : { size: source.length }),
         },
         (callback) => {
-          if (typeof source !== 'function') {
-            callback(null, Readable.from([asBuffer(source)]));
-            return;
-          }
-          made.take(index).then(
-            (data) => {
-              callback(null, Readable.from([asBuffer(data)]));
-            },
-            (error: unknown) => {
-              callback(
-                error instanceof Error ? error : new Error(String(error)),
-                Readable.from([]),
-              );
-            },
+          callback(
+            null,
+            typeof source === 'function' ? made.take(index) : Readable.from([asBuffer(source)]),
           );
         },
       );
@@ -132,10 +189,11 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
       resolve();
     });
     zip.outputStream.on('error', rejectWrite);
-    // A lazy entry that fails is reported on the zip itself; the output then never ends.
     zip.on('error', rejectWrite);
   });
   zip.end();
-  await done;
+  // A lazy entry that fails ends its data early and fails the write at once.
+  await Promise.race([done, failed]);
+  if (failure) throw failure.error;
   return Buffer.concat(chunks);
 }

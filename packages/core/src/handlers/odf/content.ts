@@ -4,11 +4,13 @@
  * metadata beyond plain text values.
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
-import { rewriteXml, walkXml } from '../../_internal/xml-rewrite.ts';
+import { rewriteXml, walkXmlPaced } from '../../_internal/xml-rewrite.ts';
 import type {
   ElementDecision,
+  Pace,
   XmlAttributeNode,
   XmlElementNode,
+  XmlWalker,
 } from '../../_internal/xml-rewrite.ts';
 import type { FindingKind, FindingTally } from '../../findings.ts';
 
@@ -81,27 +83,39 @@ export function internalPath(href: string): string | undefined {
 }
 
 /** Rewrites `content.xml`, `styles.xml` or `meta.xml`. */
-export function rewriteOdfStream(
+export async function* rewriteOdfStream(
   bytes: Uint8Array,
   what: string,
   stream: OdfStreamRewrite,
-): Uint8Array {
-  const occupied = stream.meta ? new Set<number>() : occupiedDroppedElements(bytes, what);
-  return rewriteXml(bytes, what, {
-    element: (element, ancestors) =>
-      stream.meta
-        ? metaDecision(element, ancestors, stream)
-        : streamDecision(element, stream, occupied),
-  });
+  pace: Pace,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  const occupied = stream.meta
+    ? new Set<number>()
+    : await occupiedDroppedElements(bytes, what, pace);
+  yield* rewriteXml(
+    bytes,
+    what,
+    {
+      element: (element, ancestors) =>
+        stream.meta
+          ? metaDecision(element, ancestors, stream)
+          : streamDecision(element, stream, occupied),
+    },
+    pace,
+  );
 }
 
 /**
  * Indexes of to-be-dropped elements that hold something. LibreOffice writes an empty
  * `<office:scripts/>` into every document; only one with content is a finding.
  */
-function occupiedDroppedElements(bytes: Uint8Array, what: string): Set<number> {
+async function occupiedDroppedElements(
+  bytes: Uint8Array,
+  what: string,
+  pace: Pace,
+): Promise<Set<number>> {
   const occupied = new Set<number>();
-  walkXml(bytes, what, {
+  const walker: XmlWalker = {
     open(element, ancestors) {
       const parent = ancestors.at(-1);
       if (parent && ODF_DROPPED.has(parent.key)) occupied.add(parent.index);
@@ -118,7 +132,8 @@ function occupiedDroppedElements(bytes: Uint8Array, what: string): Set<number> {
         occupied.add(parent.index);
       }
     },
-  });
+  };
+  await walkXmlPaced(bytes, what, walker, pace);
   return occupied;
 }
 

@@ -1,7 +1,7 @@
 import { PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
 import type { OfficePackage } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { walkXml } from '../../_internal/xml-rewrite.ts';
+import { paceWith, walkXml } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { DisarmError } from '../../errors.ts';
@@ -101,6 +101,9 @@ async function rebuildPackage(
     throw new Rejection('invalid_file', `${what} has no content.xml`);
   }
   const kept = new Set(images.keys());
+  const pace = paceWith(() => {
+    context.deadline.check();
+  });
   const entries: ZipWriteEntry[] = [
     {
       path: 'mimetype',
@@ -117,14 +120,15 @@ async function rebuildPackage(
     // Each stream is read, rewritten and deflated when the writer reaches it: one at a time.
     entries.push({
       path: stream,
-      bytes: async () => {
+      bytes: async function* () {
         const source = await member.read();
         if (stream === 'content.xml') version = officeVersion(source);
-        return rewriteOdfStream(source, stream, {
-          images: kept,
-          meta: stream === 'meta.xml',
-          findings,
-        });
+        yield* rewriteOdfStream(
+          source,
+          stream,
+          { images: kept, meta: stream === 'meta.xml', findings },
+          pace,
+        );
       },
       modifiedAt: PACKAGE_TIME,
       compress: true,
@@ -141,8 +145,9 @@ async function rebuildPackage(
   entries.push({
     path: 'META-INF/manifest.xml',
     // Written last, after content.xml gave its version.
-    bytes: () =>
-      Promise.resolve(new TextEncoder().encode(manifestXml(mediaType, version, manifest))),
+    bytes: function* () {
+      yield new TextEncoder().encode(manifestXml(mediaType, version, manifest));
+    },
     modifiedAt: PACKAGE_TIME,
     compress: true,
   });

@@ -5,9 +5,10 @@
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { rewriteXml, walkXml } from '../../_internal/xml-rewrite.ts';
+import { rewriteXml, walkXml, walkXmlPaced } from '../../_internal/xml-rewrite.ts';
 import type {
   ElementDecision,
+  Pace,
   XmlAttributeNode,
   XmlElementNode,
 } from '../../_internal/xml-rewrite.ts';
@@ -197,9 +198,14 @@ const EXTENDED_TYPE = 'application/vnd.openxmlformats-officedocument.extended-pr
  * formulas, defined names) or its descendants (a graphic frame holding an OLE object); the
  * second walk writes the part without it.
  */
-export function rewritePart(bytes: Uint8Array, what: string, part: PartRewrite): Uint8Array {
+export async function* rewritePart(
+  bytes: Uint8Array,
+  what: string,
+  part: PartRewrite,
+  pace: Pace,
+): AsyncGenerator<Uint8Array, void, undefined> {
   const dropped = needsFirstWalk(bytes, part.contentType)
-    ? collectDropped(bytes, what, part.findings)
+    ? await collectDropped(bytes, what, part.findings, pace)
     : new Set<number>();
   const sheets = WORKBOOK_TYPES.has(part.contentType)
     ? planSheets(bytes, what, part.keptIds)
@@ -259,10 +265,12 @@ export function rewritePart(bytes: Uint8Array, what: string, part: PartRewrite):
     }
     return attributes ? { action: 'keep', attributes } : { action: 'keep' };
   };
-  return rewriteXml(bytes, what, {
-    element: decide,
-    dropWhenEmpty: (element) => DROP_WHEN_EMPTY.has(element.key),
-  });
+  yield* rewriteXml(
+    bytes,
+    what,
+    { element: decide, dropWhenEmpty: (element) => DROP_WHEN_EMPTY.has(element.key) },
+    pace,
+  );
 }
 
 /** Workbook parts (ECMA-376 Part 1 §18.2; the macro-enabled, template and add-in forms). */
@@ -412,7 +420,12 @@ interface OpenField {
 }
 
 /** First walk: element indexes to drop whose fate depends on text or descendants. */
-function collectDropped(bytes: Uint8Array, what: string, findings: FindingTally): Set<number> {
+async function collectDropped(
+  bytes: Uint8Array,
+  what: string,
+  findings: FindingTally,
+  pace: Pace,
+): Promise<Set<number>> {
   const dropped = new Set<number>();
   const fields: OpenField[] = [];
   let instrText: OpenField | undefined;
@@ -427,83 +440,88 @@ function collectDropped(bytes: Uint8Array, what: string, findings: FindingTally)
     findings.add(kind);
     for (const index of field.indexes) dropped.add(index);
   };
-  walkXml(bytes, what, {
-    open(element, ancestors) {
-      if (element.uri === NS.w && element.localName === 'fldChar') {
-        const type = attribute(element, NS.w, 'fldCharType');
-        const top = fields.at(-1);
-        if (type === 'begin') {
-          fields.push({ indexes: [element.index], instruction: '', inInstruction: true });
-        } else if (!top) {
-          dropped.add(element.index);
-        } else if (type === 'separate') {
-          top.indexes.push(element.index);
-          top.inInstruction = false;
-        } else if (type === 'end') {
-          top.indexes.push(element.index);
-          fields.pop();
-          finishField(top);
+  await walkXmlPaced(
+    bytes,
+    what,
+    {
+      open(element, ancestors) {
+        if (element.uri === NS.w && element.localName === 'fldChar') {
+          const type = attribute(element, NS.w, 'fldCharType');
+          const top = fields.at(-1);
+          if (type === 'begin') {
+            fields.push({ indexes: [element.index], instruction: '', inInstruction: true });
+          } else if (!top) {
+            dropped.add(element.index);
+          } else if (type === 'separate') {
+            top.indexes.push(element.index);
+            top.inInstruction = false;
+          } else if (type === 'end') {
+            top.indexes.push(element.index);
+            fields.pop();
+            finishField(top);
+          }
+        } else if (
+          element.uri === NS.w &&
+          (element.localName === 'instrText' || element.localName === 'delInstrText')
+        ) {
+          const top = fields.at(-1);
+          if (top?.inInstruction === true) {
+            top.indexes.push(element.index);
+            instrText = top;
+          } else {
+            dropped.add(element.index);
+          }
+        } else if (element.uri === NS.s && element.localName === 'f') {
+          const type = attribute(element, '', 't');
+          formula = {
+            index: element.index,
+            text: '',
+            shared: type === 'shared' ? (attribute(element, '', 'si') ?? '') : undefined,
+            master: attribute(element, '', 'ref') !== undefined,
+          };
+        } else if (element.uri === NS.s && element.localName === 'definedName') {
+          definedName = { element, text: '' };
+        } else if (
+          element.uri === NS.p &&
+          (element.localName === 'oleObj' || element.localName === 'control')
+        ) {
+          const frame = ancestors.findLast((a) => a.uri === NS.p && a.localName === 'graphicFrame');
+          if (frame) dropped.add(frame.index);
         }
-      } else if (
-        element.uri === NS.w &&
-        (element.localName === 'instrText' || element.localName === 'delInstrText')
-      ) {
-        const top = fields.at(-1);
-        if (top?.inInstruction === true) {
-          top.indexes.push(element.index);
-          instrText = top;
-        } else {
-          dropped.add(element.index);
+      },
+      text(text) {
+        if (instrText) instrText.instruction += text;
+        if (formula) formula.text += text;
+        if (definedName) definedName.text += text;
+      },
+      close(element) {
+        if (
+          element.uri === NS.w &&
+          (element.localName === 'instrText' || element.localName === 'delInstrText')
+        ) {
+          instrText = undefined;
+        } else if (formula?.index === element.index) {
+          const kind = classifyFormula(formula.text);
+          if (formula.shared !== undefined)
+            sharedFormulas.push({ index: formula.index, si: formula.shared });
+          if (kind !== undefined) {
+            findings.add(kind);
+            dropped.add(formula.index);
+            if (formula.shared !== undefined && formula.master) droppedShared.add(formula.shared);
+          }
+          formula = undefined;
+        } else if (definedName?.element.index === element.index) {
+          const kind = classifyDefinedName(definedName.element.attributes, definedName.text);
+          if (kind !== undefined) {
+            findings.add(kind);
+            dropped.add(element.index);
+          }
+          definedName = undefined;
         }
-      } else if (element.uri === NS.s && element.localName === 'f') {
-        const type = attribute(element, '', 't');
-        formula = {
-          index: element.index,
-          text: '',
-          shared: type === 'shared' ? (attribute(element, '', 'si') ?? '') : undefined,
-          master: attribute(element, '', 'ref') !== undefined,
-        };
-      } else if (element.uri === NS.s && element.localName === 'definedName') {
-        definedName = { element, text: '' };
-      } else if (
-        element.uri === NS.p &&
-        (element.localName === 'oleObj' || element.localName === 'control')
-      ) {
-        const frame = ancestors.findLast((a) => a.uri === NS.p && a.localName === 'graphicFrame');
-        if (frame) dropped.add(frame.index);
-      }
+      },
     },
-    text(text) {
-      if (instrText) instrText.instruction += text;
-      if (formula) formula.text += text;
-      if (definedName) definedName.text += text;
-    },
-    close(element) {
-      if (
-        element.uri === NS.w &&
-        (element.localName === 'instrText' || element.localName === 'delInstrText')
-      ) {
-        instrText = undefined;
-      } else if (formula?.index === element.index) {
-        const kind = classifyFormula(formula.text);
-        if (formula.shared !== undefined)
-          sharedFormulas.push({ index: formula.index, si: formula.shared });
-        if (kind !== undefined) {
-          findings.add(kind);
-          dropped.add(formula.index);
-          if (formula.shared !== undefined && formula.master) droppedShared.add(formula.shared);
-        }
-        formula = undefined;
-      } else if (definedName?.element.index === element.index) {
-        const kind = classifyDefinedName(definedName.element.attributes, definedName.text);
-        if (kind !== undefined) {
-          findings.add(kind);
-          dropped.add(element.index);
-        }
-        definedName = undefined;
-      }
-    },
-  });
+    pace,
+  );
   for (const field of fields) finishField(field);
   // A shared formula's dependents carry no text of their own; without the master they break.
   for (const shared of sharedFormulas) {

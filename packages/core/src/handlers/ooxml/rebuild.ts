@@ -1,6 +1,7 @@
 import { isSafeHyperlink, PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
+import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
@@ -88,14 +89,17 @@ async function rebuildPackage(
 }
 
 /** The bytes a kept part is written with: XML and binary parts rewritten, images as rebuilt. */
-async function partBytes(
+async function* partBytes(
   part: KeptPart,
   findings: FindingTally,
   context: EngineContext,
-): Promise<Uint8Array> {
+): AsyncGenerator<Uint8Array, void, undefined> {
   const source = part.source;
-  if (source === undefined) return new Uint8Array();
-  if (source instanceof Uint8Array) return source;
+  if (source === undefined) return;
+  if (source instanceof Uint8Array) {
+    yield source;
+    return;
+  }
   const bytes = await source.read();
   const contentType = part.contentType.toLowerCase();
   const rules = {
@@ -104,23 +108,33 @@ async function partBytes(
     findings,
   };
   context.deadline.check();
-  if (isBinaryPartType(contentType)) return rewriteBinaryPart(bytes, `part ${part.name}`, rules);
-  if (!isXmlType(contentType)) return bytes;
-  try {
-    return rewritePart(bytes, `part ${part.name}`, rules);
-  } catch (error) {
-    // Legacy VML written by older Office is often not well-formed (unclosed `<br>`); it only
-    // draws comment boxes and form controls, so an unreadable one is emptied, not fatal.
-    if (
-      !(error instanceof Rejection) ||
-      error.reason !== 'invalid_file' ||
-      contentType !== VML_TYPE
-    ) {
-      throw error;
-    }
-    findings.add('hidden-data');
-    return new TextEncoder().encode(EMPTY_VML);
+  if (isBinaryPartType(contentType)) {
+    yield rewriteBinaryPart(bytes, `part ${part.name}`, rules);
+    return;
   }
+  if (!isXmlType(contentType)) {
+    yield bytes;
+    return;
+  }
+  const pace = paceWith(() => {
+    context.deadline.check();
+  });
+  if (contentType !== VML_TYPE) {
+    yield* rewritePart(bytes, `part ${part.name}`, rules, pace);
+    return;
+  }
+  // Legacy VML written by older Office is often not well-formed (unclosed `<br>`); it only
+  // draws comment boxes and form controls, so an unreadable one is emptied, not fatal. It is
+  // rewritten whole before any of it is written, so an unreadable one leaves nothing behind.
+  let vml: Uint8Array;
+  try {
+    vml = await collectChunks(rewritePart(bytes, `part ${part.name}`, rules, pace));
+  } catch (error) {
+    if (!(error instanceof Rejection) || error.reason !== 'invalid_file') throw error;
+    findings.add('hidden-data');
+    vml = new TextEncoder().encode(EMPTY_VML);
+  }
+  yield vml;
 }
 
 /** Breadth-first walk of the relationship graph from the package root. */
@@ -275,7 +289,7 @@ function isXmlType(contentType: string): boolean {
 /** Writes the package: content types first, then the package relationships, parts, their rels. */
 async function writePackage(
   parts: readonly KeptPart[],
-  bytesOf: (part: KeptPart) => Promise<Uint8Array>,
+  bytesOf: (part: KeptPart) => AsyncIterable<Uint8Array>,
 ): Promise<Uint8Array> {
   const contentTypes = [
     '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n',

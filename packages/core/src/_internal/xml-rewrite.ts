@@ -4,12 +4,13 @@ import type { SaxesTagNS } from 'saxes';
 import { Rejection } from './rejection.ts';
 import { decodeXmlText, MAX_XML_PART_BYTES } from './xml.ts';
 
-/** One attribute as written, with its namespace resolved. */
+/** One attribute as written, with its namespace resolved (saxes's own record, not a copy). */
 export interface XmlAttributeNode {
   /** Qualified name as written, e.g. `r:id` or `xmlns:w`. */
   readonly name: string;
   readonly uri: string;
-  readonly localName: string;
+  /** Name without its prefix. */
+  readonly local: string;
   readonly value: string;
 }
 
@@ -234,13 +235,7 @@ function attributesOf(tag: SaxesTagNS): readonly XmlAttributeNode[] {
   let attributes: XmlAttributeNode[] | undefined;
   for (const qualified in tag.attributes) {
     const attribute = tag.attributes[qualified];
-    if (attribute === undefined) continue;
-    (attributes ??= []).push({
-      name: attribute.name,
-      uri: attribute.uri,
-      localName: attribute.local,
-      value: attribute.value,
-    });
+    if (attribute !== undefined) (attributes ??= []).push(attribute);
   }
   return attributes ?? NO_ATTRIBUTES;
 }
@@ -446,6 +441,7 @@ function escapeText(text: string): string {
 }
 
 function escapeAttribute(value: string): string {
+  if (!/[&<>"\t\n\r]/.test(value)) return value;
   return value.replace(/[&<>"\t\n\r]/g, (c) => {
     switch (c) {
       case '&':

@@ -165,7 +165,7 @@ function streamDecision(
   for (const attribute of element.attributes) {
     if (
       attribute.uri === ODF_NS.form &&
-      (attribute.localName === 'datasource' || attribute.localName === 'command')
+      (attribute.local === 'datasource' || attribute.local === 'command')
     ) {
       stream.findings.add('data-connection');
       remove(attribute);
@@ -176,7 +176,7 @@ function streamDecision(
       remove(attribute);
       continue;
     }
-    if (attribute.uri !== ODF_NS.xlink || attribute.localName !== 'href') continue;
+    if (attribute.uri !== ODF_NS.xlink || attribute.local !== 'href') continue;
     const path = internalPath(attribute.value);
     if (path !== undefined) {
       if (stream.images.has(path)) continue;

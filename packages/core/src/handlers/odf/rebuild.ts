@@ -169,11 +169,11 @@ async function readMediaType(pkg: OfficePackage, what: string): Promise<string> 
           );
         }
         const path = element.attributes.find(
-          (a) => a.uri === ODF_NS.manifest && a.localName === 'full-path',
+          (a) => a.uri === ODF_NS.manifest && a.local === 'full-path',
         );
         if (element.localName === 'file-entry' && path?.value === '/') {
           rootType = element.attributes.find(
-            (a) => a.uri === ODF_NS.manifest && a.localName === 'media-type',
+            (a) => a.uri === ODF_NS.manifest && a.local === 'media-type',
           )?.value;
         }
       },
@@ -215,7 +215,7 @@ function officeVersion(content: Uint8Array): string {
       if (seen) return;
       seen = true;
       const value = element.attributes.find(
-        (a) => a.uri === ODF_NS.office && a.localName === 'version',
+        (a) => a.uri === ODF_NS.office && a.local === 'version',
       )?.value;
       if (value !== undefined && /^1\.[0-9]$/.test(value)) version = value;
     },

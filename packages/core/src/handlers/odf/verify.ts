@@ -57,7 +57,7 @@ export async function verifyOdf(
       if (element.localName === 'encryption-data')
         throw new VerifyFailure('odf.manifest', 'encryption data');
       const path = element.attributes.find(
-        (a) => a.uri === ODF_NS.manifest && a.localName === 'full-path',
+        (a) => a.uri === ODF_NS.manifest && a.local === 'full-path',
       );
       if (element.localName === 'file-entry' && path && path.value !== '/') listed.add(path.value);
     });
@@ -82,7 +82,7 @@ export async function verifyOdf(
           if (SCRIPT_URL.test(attribute.value)) {
             throw new VerifyFailure('odf.active-content', `${stream} still holds a script URL`);
           }
-          if (attribute.uri !== ODF_NS.xlink || attribute.localName !== 'href') continue;
+          if (attribute.uri !== ODF_NS.xlink || attribute.local !== 'href') continue;
           const path = internalPath(attribute.value);
           const safe =
             path === undefined

@@ -110,7 +110,7 @@ export function classifyDefinedName(
   formula: string,
 ): FindingKind | undefined {
   const value = (local: string): string | undefined =>
-    attributes.find((attribute) => attribute.uri === '' && attribute.localName === local)?.value;
+    attributes.find((attribute) => attribute.uri === '' && attribute.local === local)?.value;
   if (AUTO_RUN_NAME.test(value('name') ?? '')) return 'xlm-macro';
   if (['xlm', 'function', 'vbProcedure'].some((flag) => /^(1|true)$/i.test(value(flag) ?? ''))) {
     return 'xlm-macro';
@@ -246,10 +246,10 @@ export async function* rewritePart(
     let attributes: XmlAttributeNode[] | undefined;
     for (const attr of element.attributes) {
       // VML names its image relationships `o:relid` ([MS-OI29500] 2.1.1436).
-      const naming = attr.uri === NS.r || (attr.uri === NS.o && attr.localName === 'relid');
+      const naming = attr.uri === NS.r || (attr.uri === NS.o && attr.local === 'relid');
       const dangling = naming && attr.value !== '' && !part.keptIds.has(attr.value);
       const unsafeUrl =
-        (attr.localName === 'href' || attr.localName === 'src') &&
+        (attr.local === 'href' || attr.local === 'src') &&
         /^[a-z][a-z0-9+.-]*:/i.test(attr.value.trim()) &&
         !isSafeHyperlink(attr.value);
       if (dangling && NEEDS_RELATIONSHIP.has(element.localName)) {
@@ -344,8 +344,8 @@ function sheetIndexDecision(
   const withValues = (values: Record<string, string | undefined>): ElementDecision => ({
     action: 'keep',
     attributes: element.attributes.flatMap((attribute) => {
-      if (attribute.uri !== '' || !(attribute.localName in values)) return [attribute];
-      const value = values[attribute.localName];
+      if (attribute.uri !== '' || !(attribute.local in values)) return [attribute];
+      const value = values[attribute.local];
       return value === undefined ? [] : [{ ...attribute, value }];
     }),
   });
@@ -536,5 +536,5 @@ export function attribute(
   uri: string,
   localName: string,
 ): string | undefined {
-  return element.attributes.find((a) => a.uri === uri && a.localName === localName)?.value;
+  return element.attributes.find((a) => a.uri === uri && a.local === localName)?.value;
 }

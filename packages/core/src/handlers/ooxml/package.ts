@@ -34,7 +34,7 @@ export function parseContentTypes(bytes: Uint8Array, what: string): ContentTypes
     open(element) {
       if (element.uri !== CONTENT_TYPES_NS) return;
       const value = (name: string): string | undefined =>
-        element.attributes.find((a) => a.uri === '' && a.localName === name)?.value;
+        element.attributes.find((a) => a.uri === '' && a.local === name)?.value;
       const contentType = value('ContentType');
       if (contentType === undefined) return;
       if (element.localName === 'Default') {
@@ -67,7 +67,7 @@ export function parseRelationships(bytes: Uint8Array, what: string): Relationshi
     open(element) {
       if (element.uri !== RELATIONSHIPS_NS || element.localName !== 'Relationship') return;
       const value = (name: string): string | undefined =>
-        element.attributes.find((a) => a.uri === '' && a.localName === name)?.value;
+        element.attributes.find((a) => a.uri === '' && a.local === name)?.value;
       const id = value('Id');
       const type = value('Type');
       const target = value('Target');

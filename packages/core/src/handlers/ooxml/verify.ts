@@ -191,7 +191,7 @@ function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>)
         const key = element.key;
         if (FORBIDDEN.has(key)) fail(element.name);
         for (const a of element.attributes) {
-          const naming = a.uri === NS.r || (a.uri === NS.o && a.localName === 'relid');
+          const naming = a.uri === NS.r || (a.uri === NS.o && a.local === 'relid');
           if (naming && a.value !== '' && !ids.has(a.value)) {
             throw new VerifyFailure(
               'ooxml.dangling-reference',

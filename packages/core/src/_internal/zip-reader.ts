@@ -219,20 +219,24 @@ function inflateMember(
   maxBytes: number,
   what: string,
 ): Promise<Uint8Array> {
+  // Inflating stops at the declared size (a member that lies about it is corrupt) or at the
+  // ceiling, whichever is smaller; `readMember` refused a declared size past the ceiling.
+  const lies = new Rejection(
+    'invalid_file',
+    `the archive is corrupt: ${what} inflates past the ${declaredSize} bytes its record declares`,
+  );
   return new Promise((resolve, rejectInflate) => {
     inflateRaw(
       raw,
       {
-        // One step when the declared size is true; a lie only costs more steps.
-        chunkSize: Math.min(MAX_INFLATE_STEP, Math.max(64 * 1024, declaredSize + 64)),
-        maxOutputLength: Math.min(maxBytes, kMaxLength),
+        // One step when the declared size is true.
+        chunkSize: Math.min(MAX_INFLATE_STEP, Math.max(4096, declaredSize + 64)),
+        maxOutputLength: Math.max(1, Math.min(declaredSize, maxBytes, kMaxLength)),
       },
       (error, data) => {
         if (!error) resolve(data);
         else if (error instanceof RangeError || /larger than/i.test(error.message)) {
-          rejectInflate(
-            new Rejection('file_too_large', `${what} expands past the content ceiling`),
-          );
+          rejectInflate(lies);
         } else {
           rejectInflate(new Rejection('invalid_file', `the archive is corrupt: ${error.message}`));
         }

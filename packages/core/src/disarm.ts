@@ -2,6 +2,7 @@ import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 
 import { asBuffer, sha256Hex } from './_internal/bytes.ts';
+import { DecodeGate } from './_internal/concurrency.ts';
 import { readSource } from './_internal/read-source.ts';
 import type { SourceInput } from './_internal/read-source.ts';
 import { Rejection } from './_internal/rejection.ts';
@@ -96,6 +97,7 @@ export async function disarm(source: DisarmSource, options: DisarmOptions = {}):
       deadline,
       budget: new ExpansionBudget(limits.maxBytes),
       entries: new EntryBudget(limits.maxEntries),
+      decodes: new DecodeGate(limits.maxDecodeBytes),
       signal: controller.signal,
       depth: 0,
       ancestors: [],

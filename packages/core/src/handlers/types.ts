@@ -1,5 +1,6 @@
 import type { Finding } from '../findings.ts';
 import type { FormatFamily, FormatRow } from '../formats.ts';
+import type { DecodeGate } from '../_internal/concurrency.ts';
 import type { Deadline, EntryBudget, ExpansionBudget, Limits } from '../limits.ts';
 import type { Policy } from '../policy.ts';
 import type { Scanner } from '../scan/scanner.ts';
@@ -52,6 +53,8 @@ export interface EngineContext {
   readonly budget: ExpansionBudget;
   /** Archive entries counted across the whole tree, against `maxEntries`. */
   readonly entries: EntryBudget;
+  /** Image decodes in flight across the whole tree, against `maxDecodeBytes` together. */
+  readonly decodes: DecodeGate;
   readonly signal: AbortSignal;
   /** 0 for the submitted file, 1 for members of a top-level archive, and so on. */
   readonly depth: number;

@@ -114,7 +114,27 @@ async function rebuildWithSharp(
   const metadata = await readMetadata(input.bytes, kind, multiFrame);
   const frames = multiFrame ? Math.max(1, metadata.pages ?? 1) : 1;
   const frameHeight = multiFrame ? (metadata.pageHeight ?? metadata.height) : metadata.height;
-  checkDecodeCost({ bytes: input.bytes, kind, metadata, frames, frameHeight }, context.limits);
+  const cost = checkDecodeCost(
+    { bytes: input.bytes, kind, metadata, frames, frameHeight },
+    context.limits,
+  );
+  // Images of one document decode side by side as long as their estimates fit the ceiling.
+  const release = await context.decodes.acquire(cost);
+  try {
+    return await decodeAndEncode(input, kind, metadata, frames, context);
+  } finally {
+    release();
+  }
+}
+
+async function decodeAndEncode(
+  input: DetectedFile,
+  kind: SharpKind,
+  metadata: Metadata,
+  frames: number,
+  context: EngineContext,
+): Promise<HandlerOutput> {
+  const multiFrame = kind === 'gif' || kind === 'webp' || kind === 'tiff';
 
   const findings = new FindingTally();
   const extras = findImageExtras(input.bytes, kind);
@@ -210,10 +230,10 @@ interface DecodeCostInput {
  * pixels of all frames against `maxPixels`, and the estimated memory (decoded samples, the
  * re-encoded copy, and for progressive or multi-scan JPEG the coefficient buffers libjpeg keeps
  * for the whole image, T.81 G.1.2, on the decoding and, when progressive, the encoding side)
- * against `maxDecodeBytes`. Measured (bench/adversarial-images.ts): a 25 MP progressive CMYK
+ * against `maxDecodeBytes`, and returns the estimate. Measured (bench/adversarial-images.ts): a 25 MP progressive CMYK
  * JPEG, estimated at 600 MB, peaked 355 to 600 MiB above the process floor across runs.
  */
-function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']): void {
+function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']): number {
   const { metadata, frames, frameHeight, kind } = input;
   const pixels = metadata.width * frameHeight * frames;
   if (pixels > limits.maxPixels) {
@@ -240,6 +260,7 @@ function checkDecodeCost(input: DecodeCostInput, limits: EngineContext['limits']
       `decoding the ${metadata.width}x${frameHeight} ${kind} image (${frames} frame(s), ${channels} channel(s)) needs about ${formatBytes(estimate)}; the ceiling is ${formatBytes(limits.maxDecodeBytes)}`,
     );
   }
+  return estimate;
 }
 
 const MM_PER_INCH = 25.4;

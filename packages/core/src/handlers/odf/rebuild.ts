@@ -1,5 +1,6 @@
+import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.ts';
 import { PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
-import type { OfficePackage } from '../../_internal/package-zip.ts';
+import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { paceWith, walkXml } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
@@ -63,6 +64,7 @@ async function rebuildPackage(
   const findings = new FindingTally();
   const images = new Map<string, Uint8Array>();
   const countedObjects = new Set<string>();
+  const pictures: PackageMember[] = [];
   for (const member of pkg.members) {
     context.deadline.check();
     const name = member.name;
@@ -74,8 +76,7 @@ async function rebuildPackage(
     }
     const isPicture = name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png';
     if (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) {
-      const rebuilt = await rebuildImage(name, await member.read(), pkg, context, findings);
-      if (rebuilt) images.set(name, rebuilt);
+      pictures.push(member);
     } else if (MACRO_FOLDERS.has(top)) {
       if (!countedObjects.has(top)) findings.add('odf-macro');
       countedObjects.add(top);
@@ -95,6 +96,16 @@ async function rebuildPackage(
     ) {
       findings.add('hidden-data');
     }
+  }
+  // Pictures are rebuilt one per CPU at once, and written in the package's order.
+  const rebuiltPictures = new Map<PackageMember, Uint8Array | undefined>();
+  await forEachLimited(pictures, MEMBER_CONCURRENCY, async (member) => {
+    const bytes = await member.read();
+    rebuiltPictures.set(member, await rebuildImage(member.name, bytes, pkg, context, findings));
+  });
+  for (const member of pictures) {
+    const rebuilt = rebuiltPictures.get(member);
+    if (rebuilt) images.set(member.name, rebuilt);
   }
   const content = pkg.byFoldedName.get('content.xml');
   if (content?.name !== 'content.xml') {

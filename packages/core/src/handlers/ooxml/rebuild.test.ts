@@ -331,6 +331,27 @@ describe('OOXML rebuild', () => {
     }
   });
 
+  it('rebuilds many images side by side, drops a refused one with its drawing, and stays deterministic', async () => {
+    const photo = (seed: number): Promise<Buffer> =>
+      buildImage('png', { width: 64 + seed, height: 48, exif: { Artist: `Agent ${seed}` } });
+    // The third "image" is not a PNG at all: the engine refuses it, so it is dropped.
+    const images = [await photo(1), await photo(2), Buffer.from('not a png'), await photo(4)];
+    const input = await buildWordDocument('docx', { texts: ['Caption'], images });
+    const first = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    const second = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
+    expect(findingsOf(first)).toEqual({ 'image-metadata': 3, 'hidden-data': 1 });
+    const { names, text } = await unzipped(first.bytes);
+    expect(names.filter((name) => name.startsWith('word/media/')).sort()).toEqual([
+      'word/media/image1.png',
+      'word/media/image2.png',
+      'word/media/image4.png',
+    ]);
+    expect(text).not.toMatch(/Agent|rIdImg3"/);
+    expect(text).toMatch(/rIdImg4"/);
+    expect(text).toContain('Caption');
+  });
+
   it('drops unknown and unreferenced parts, counting them', async () => {
     const base = {
       name: 'word/document.xml',

@@ -1,3 +1,4 @@
+import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.ts';
 import { isSafeHyperlink, PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
@@ -31,9 +32,19 @@ interface KeptPart {
   /** Part name, `/word/document.xml`, spelled as the member is. */
   readonly name: string;
   readonly contentType: string;
-  /** A rebuilt image, or the member a part is read from (and rewritten) when it is written. */
-  readonly source: Uint8Array | PackageMember | undefined;
-  readonly relationships: Relationship[];
+  /**
+   * A rebuilt image, or the member a part is read from (and rewritten) when it is written. An
+   * image holds its member until it is rebuilt, after the walk.
+   */
+  source: Uint8Array | PackageMember | undefined;
+  relationships: Relationship[];
+}
+
+/** An image part kept by the walk, rebuilt after it. */
+interface PendingImage {
+  readonly part: KeptPart;
+  readonly member: PackageMember;
+  readonly extension: string;
 }
 
 const VML_TYPE = 'application/vnd.openxmlformats-officedocument.vmldrawing';
@@ -73,6 +84,7 @@ async function rebuildPackage(
   const findings = new FindingTally();
   const walk = new PackageWalk(pkg, types, findings, context);
   await walk.run();
+  await walk.rebuildImages();
 
   const main = walk.parts
     .get(PACKAGE_ROOT)
@@ -143,6 +155,7 @@ class PackageWalk {
   /** Folded part name -> whether it is kept; decided once, when first reached. */
   readonly #decided = new Map<string, boolean>();
   readonly #counted = new Set<string>();
+  readonly #images: PendingImage[] = [];
   readonly #pkg: OfficePackage;
   readonly #types: ContentTypes;
   readonly #findings: FindingTally;
@@ -177,7 +190,7 @@ class PackageWalk {
       if (!relsMember) continue;
       const rels = await relsMember.read();
       for (const relationship of parseRelationships(rels, `part /${relsName}`)) {
-        const target = await this.#follow(next, relationship);
+        const target = this.#follow(next, relationship);
         if (target === false) continue;
         next.relationships.push(relationship);
         if (target) queue.push(target);
@@ -186,10 +199,7 @@ class PackageWalk {
   }
 
   /** Decides one relationship: `false` drops it, a part is newly kept, `undefined` keeps it only. */
-  async #follow(
-    source: KeptPart,
-    relationship: Relationship,
-  ): Promise<KeptPart | false | undefined> {
+  #follow(source: KeptPart, relationship: Relationship): KeptPart | false | undefined {
     if (relationship.external) {
       if (relationship.type === HYPERLINK_RELATIONSHIP && isSafeHyperlink(relationship.target)) {
         return undefined;
@@ -217,25 +227,45 @@ class PackageWalk {
     }
     const decided = this.#decided.get(folded);
     if (decided !== undefined) return decided ? undefined : false;
-    let data: Uint8Array | PackageMember = member;
-    const imageExtension = IMAGE_TYPES[contentType.toLowerCase()];
-    if (imageExtension !== undefined) {
-      const rebuilt = await this.#rebuildImage(await member.read(), imageExtension, partName);
-      if (!rebuilt) {
-        this.#decided.set(folded, false);
-        return false;
-      }
-      data = rebuilt;
-    }
     this.#decided.set(folded, true);
     const part: KeptPart = {
       name: `/${member.name}`,
       contentType,
-      source: data,
+      source: member,
       relationships: [],
     };
     this.parts.set(folded, part);
+    const imageExtension = IMAGE_TYPES[contentType.toLowerCase()];
+    if (imageExtension !== undefined)
+      this.#images.push({ part, member, extension: imageExtension });
     return part;
+  }
+
+  /**
+   * Rebuilds the kept images through the engine, one per CPU at once (their decodes together
+   * stay within the decode ceiling, see `DecodeGate`). An image the engine refuses is dropped
+   * with every relationship to it.
+   */
+  async rebuildImages(): Promise<void> {
+    const refused = new Set<string>();
+    await forEachLimited(this.#images, MEMBER_CONCURRENCY, async ({ part, member, extension }) => {
+      const rebuilt = await this.#rebuildImage(await member.read(), extension, part.name);
+      if (rebuilt) part.source = rebuilt;
+      else refused.add(part.name.toLowerCase());
+    });
+    if (refused.size === 0) return;
+    for (const [folded, part] of this.parts) {
+      if (refused.has(part.name.toLowerCase())) {
+        this.parts.delete(folded);
+        this.#decided.set(folded, false);
+        continue;
+      }
+      part.relationships = part.relationships.filter((relationship) => {
+        if (relationship.external) return true;
+        const target = resolveTarget(part.name, relationship.target);
+        return target === undefined || !refused.has(target.toLowerCase());
+      });
+    }
   }
 
   /**

@@ -37,7 +37,8 @@ export interface Limits {
    * Memory one image may need to decode and re-encode, estimated from its headers before any
    * pixel is decoded: decoded samples of every frame, the re-encoded copy, and the coefficient
    * buffers of progressive or multi-scan JPEG (width x height x components x 2 bytes, decoder
-   * and progressive encoder). A larger
+   * and progressive encoder). Images of one file decode side by side only while their estimates
+   * together fit this figure. A larger
    * estimate rejects the file with `file_too_large` before anything is allocated, so a worker's
    * peak memory stays near this figure plus the runtime's own (about 150 MiB).
    * @default 1_073_741_824 (1 GiB)

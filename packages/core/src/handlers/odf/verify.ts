@@ -1,7 +1,7 @@
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
-import { COMPRESSION_STORED, openZip, readMember } from '../../_internal/zip-reader.ts';
+import { COMPRESSION_STORED, matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { internalPath, ODF_DROPPED, ODF_NS, ODF_UNWRAPPED, SCRIPT_URL } from './content.ts';
@@ -34,7 +34,12 @@ export async function verifyOdf(
     const members = new Map(listing.members.map((member) => [member.name, member]));
     const read = async (name: string): Promise<Uint8Array | undefined> => {
       const member = members.get(name);
-      return member && readMember(listing, member, context.limits.maxBytes, member.name);
+      if (!member) return undefined;
+      const data = await readMember(listing, member, context.limits.maxBytes, member.name);
+      if (!matchesCrc(member, data)) {
+        throw new VerifyFailure('odf.zip', `member ${name} does not match its CRC-32`);
+      }
+      return data;
     };
     const mediaType = new TextDecoder().decode(await read('mimetype'));
     if (!TEXT_MEDIA_TYPES.includes(mediaType)) {

@@ -1,7 +1,7 @@
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
-import { openZip, readMember } from '../../_internal/zip-reader.ts';
+import { matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { ZipMember } from '../../_internal/zip-reader.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
@@ -142,19 +142,33 @@ export async function verifyOoxml(
         }
       }
     }
-    for (const [name, member] of members) {
+    // Every member is inflated and its CRC-32 checked, the next one while this one is read.
+    const listed = [...members];
+    const inflate = ([name, member]: [string, ZipMember]): Promise<Uint8Array> => {
+      const reading = Promise.resolve(
+        parts.get(name) ?? readMember(listing, member, context.limits.maxBytes, member.name),
+      );
+      // Awaited in its turn; a check failing before then must not leave it unhandled.
+      reading.catch(() => undefined);
+      return reading;
+    };
+    const first = listed[0];
+    let next = first && inflate(first);
+    for (const [index, [name, member]] of listed.entries()) {
       if (!reached.has(name)) {
         throw new VerifyFailure(
           'ooxml.unreferenced-part',
           `part /${name} has no relationship to it`,
         );
       }
+      const bytes = await (next ?? inflate([name, member]));
+      const following = listed[index + 1];
+      next = following && inflate(following);
+      if (!matchesCrc(member, bytes)) {
+        throw new VerifyFailure('ooxml.zip', `part /${name} does not match its CRC-32`);
+      }
       const contentType = contentTypeOf(types, `/${name}`)?.toLowerCase() ?? '';
       const ids = relationshipIds.get(name) ?? new Set<string>();
-      // Every member is inflated (its data and CRC must hold), one at a time.
-      const bytes =
-        parts.get(name) ??
-        (await readMember(listing, member, context.limits.maxBytes, member.name));
       if (IMAGE_TYPES[contentType] !== undefined) continue;
       if (BINARY_PART_TYPES.has(contentType)) {
         checkBinaryPart(bytes, `/${name}`, contentType, ids);

@@ -538,6 +538,20 @@ describe('verify before release of an xlsb', () => {
     expect(await check(await minimalPackage(workbookWith()))).toBe('passed');
   });
 
+  it('refuses a member whose data does not match its CRC-32', async () => {
+    const outcome = await rebuilt({});
+    const bytes = Buffer.from(outcome.bytes);
+    // The central directory record of the workbook part (APPNOTE 4.3.12): CRC-32 at offset 16.
+    const name = Buffer.from('xl/workbook.bin');
+    let record = bytes.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
+    while (record >= 0 && !bytes.subarray(record + 46, record + 46 + name.length).equals(name)) {
+      record = bytes.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]), record + 4);
+    }
+    expect(record).toBeGreaterThan(0);
+    bytes.writeUInt32LE((bytes.readUInt32LE(record + 16) ^ 1) >>> 0, record + 16);
+    expect(await check(bytes)).toBe('ooxml.zip');
+  });
+
   it.each([
     [
       'an OLE object block',

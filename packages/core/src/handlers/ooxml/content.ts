@@ -28,7 +28,26 @@ export const NS = {
   dcterms: 'http://purl.org/dc/terms/',
   ep: 'http://schemas.openxmlformats.org/officeDocument/2006/extended-properties',
   vt: 'http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes',
+  /** [MS-XLSX] 2.2.4: Excel's own elements, `xm:f` formulas in x14 extensions among them. */
+  xm: 'http://schemas.microsoft.com/office/excel/2006/main',
+  /** [MS-XLSX] 2.6: the Excel 2010 extensions (x14 conditional formats, data validation). */
+  x14: 'http://schemas.microsoft.com/office/spreadsheetml/2009/9/main',
 } as const;
+
+/**
+ * Formulas outside cells (ECMA-376 Part 1 §18.3.1.10 `cfRule`/`formula`, §18.3.1.32
+ * `dataValidation`/`formula1`/`formula2`, §18.5.1.2 and §18.5.1.5 table column formulas, and
+ * their [MS-XLSX] x14 forms written `xm:f`) -> the elements that go with one refused: the rule
+ * or validation holding it, or the formula element itself when it stands alone.
+ */
+export const RULE_FORMULAS: ReadonlyMap<string, readonly string[]> = new Map([
+  [`${NS.s} formula`, [`${NS.s} cfRule`]],
+  [`${NS.s} formula1`, [`${NS.s} dataValidation`]],
+  [`${NS.s} formula2`, [`${NS.s} dataValidation`]],
+  [`${NS.s} calculatedColumnFormula`, []],
+  [`${NS.s} totalsRowFormula`, []],
+  [`${NS.xm} f`, [`${NS.x14} cfRule`, `${NS.x14} dataValidation`]],
+]);
 
 /**
  * Word field codes (ECMA-376 Part 1 §17.16.5) that only compute from the document itself. Any
@@ -165,6 +184,15 @@ const DROP_WHEN_EMPTY = new Set([
   `${NS.s} hyperlinks`,
   `${NS.s} pivotCaches`,
   `${NS.s} tableParts`,
+  // A conditional format or validation list whose every rule called out (RULE_FORMULAS).
+  `${NS.s} conditionalFormatting`,
+  `${NS.s} dataValidations`,
+  `${NS.x14} conditionalFormatting`,
+  `${NS.x14} conditionalFormattings`,
+  `${NS.x14} dataValidations`,
+  // An extension left with nothing in it, and the list of extensions then.
+  `${NS.s} ext`,
+  `${NS.s} extLst`,
 ]);
 
 const CORE_PROPERTIES = new Set([
@@ -400,11 +428,13 @@ const FIRST_WALK_MARKERS = ['fldChar', 'instrText', 'definedName', 'oleObj', 'co
 );
 
 /**
- * A start tag of an element named `f` under any prefix (a formula), in the bytes read as latin1:
+ * A start tag of an element holding a formula (`f` in a cell or `xm:f`, or one of
+ * {@link RULE_FORMULAS}) under any prefix, in the bytes read as latin1:
  * element names cannot be written with references (XML 1.0 §2.3, §4.1), so an ASCII-compatible
  * part holding a formula holds this. The prefix may be any name, non-ASCII included.
  */
-const FORMULA_TAG = /<(?:[^\s<>/:="'!?]+:)?f[\s/>]/;
+const FORMULA_TAG =
+  /<(?:[^\s<>/:="'!?]+:)?(?:f|formula[12]?|calculatedColumnFormula|totalsRowFormula)[\s/>]/;
 
 function needsFirstWalk(bytes: Uint8Array, contentType: string): boolean {
   // UTF-16 (a byte order mark) cannot be searched byte-wise: it always gets the first walk.
@@ -421,7 +451,8 @@ function needsFirstWalk(bytes: Uint8Array, contentType: string): boolean {
 }
 
 /** Formula start tags (see {@link FORMULA_TAG}), to the `>` that most likely ends them. */
-const FORMULA_START = /<(?:[^\s<>/:="'!?]+:)?f(?=[\s/>])[^>]*>/g;
+const FORMULA_START =
+  /<(?:[^\s<>/:="'!?]+:)?(?:f|formula[12]?|calculatedColumnFormula|totalsRowFormula)(?=[\s/>])[^>]*>/g;
 
 /**
  * Whether a formula in the part's text might be one {@link classifyFormula} refuses, so that the
@@ -472,6 +503,7 @@ async function collectDropped(
   let formula:
     { index: number; text: string; shared: string | undefined; master: boolean } | undefined;
   let definedName: { element: XmlElementNode; text: string } | undefined;
+  let ruleFormula: { element: XmlElementNode; text: string; goes: number } | undefined;
   const sharedFormulas: { index: number; si: string }[] = [];
   const droppedShared = new Set<string>();
   const finishField = (field: OpenField): void => {
@@ -521,6 +553,10 @@ async function collectDropped(
           };
         } else if (element.uri === NS.s && element.localName === 'definedName') {
           definedName = { element, text: '' };
+        } else if (RULE_FORMULAS.has(element.key)) {
+          const holders = RULE_FORMULAS.get(element.key) ?? [];
+          const holder = ancestors.findLast((a) => holders.includes(a.key));
+          ruleFormula = { element, text: '', goes: (holder ?? element).index };
         } else if (
           element.uri === NS.p &&
           (element.localName === 'oleObj' || element.localName === 'control')
@@ -533,6 +569,7 @@ async function collectDropped(
         if (instrText) instrText.instruction += text;
         if (formula) formula.text += text;
         if (definedName) definedName.text += text;
+        if (ruleFormula) ruleFormula.text += text;
       },
       close(element) {
         if (
@@ -557,6 +594,13 @@ async function collectDropped(
             dropped.add(element.index);
           }
           definedName = undefined;
+        } else if (ruleFormula?.element.index === element.index) {
+          const kind = classifyFormula(ruleFormula.text);
+          if (kind !== undefined) {
+            findings.add(kind);
+            dropped.add(ruleFormula.goes);
+          }
+          ruleFormula = undefined;
         }
       },
     },

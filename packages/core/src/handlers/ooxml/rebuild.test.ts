@@ -306,6 +306,8 @@ describe('OOXML rebuild', () => {
     );
     expect(text).not.toContain('sqref="A1"');
     expect(text).not.toContain('sqref="C1"');
+    // The list says how many validations it holds (ECMA-376 Part 1 §18.3.1.33).
+    expect(text).toContain('<dataValidations count="1">');
   });
 
   describe('sheet positions after a macro sheet goes', () => {

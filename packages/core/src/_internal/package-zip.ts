@@ -66,7 +66,7 @@ export async function withOfficePackage<T>(
     const inflate = async (member: ZipMember): Promise<Uint8Array> => {
       context.deadline.check();
       const label = `${what} member "${member.name}"`;
-      // A second read of a member is already counted: its declared size bounds it (yauzl holds
+      // A second read of a member is already counted: its declared size bounds it (readMember holds
       // every member to its declared size).
       const limit = read.has(member) ? member.uncompressedSize : context.budget.remaining;
       const data = await readMember(listing, member, limit, label);

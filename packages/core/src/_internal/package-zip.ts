@@ -66,8 +66,8 @@ export async function withOfficePackage<T>(
     const inflate = async (member: ZipMember): Promise<Uint8Array> => {
       context.deadline.check();
       const label = `${what} member "${member.name}"`;
-      // A second read of a member is already counted: its declared size bounds it (readMember holds
-      // every member to its declared size).
+      // A second read of a member is already counted: its declared size bounds it (readMember
+      // holds every member to its declared size).
       const limit = read.has(member) ? member.uncompressedSize : context.budget.remaining;
       const data = await readMember(listing, member, limit, label);
       if (!read.has(member)) {

@@ -8,16 +8,10 @@ import yauzl from 'yauzl';
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
-import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 import { parseGzipHeader } from './gzip.ts';
+import { cleaned } from '../../test-support.ts';
 
 const MiB = 1024 * 1024;
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned')
-    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
-  return outcome;
-}
 
 /** Info-ZIP's view of a zip: the names `unzip -Z1` lists, after `unzip -t` found no error. */
 function unzipList(zip: Uint8Array): string[] {

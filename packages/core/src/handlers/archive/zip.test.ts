@@ -19,8 +19,9 @@ import { describe, expect, it } from 'vitest';
 import { disarm } from '../../disarm.ts';
 import { encodeBmp } from '../image/bmp/encode.ts';
 import type { DisarmOptions } from '../../disarm.ts';
-import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import type { Outcome } from '../../outcome.ts';
 import { builtinScanner } from '../../scan/eicar.ts';
+import { cleaned } from '../../test-support.ts';
 
 const MiB = 1024 * 1024;
 
@@ -52,12 +53,6 @@ async function listZip(bytes: Uint8Array): Promise<{ entries: ListedEntry[]; com
     });
   }
   return { entries, comment: zip.comment.length };
-}
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned')
-    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
-  return outcome;
 }
 
 async function run(bytes: Uint8Array, options?: DisarmOptions): Promise<Outcome> {

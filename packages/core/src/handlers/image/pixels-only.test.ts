@@ -28,21 +28,15 @@ import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
-import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import type { CleanedOutcome } from '../../outcome.ts';
 import { decodeBmp } from './bmp/decode.ts';
 import { canonicalProfile } from './icc.ts';
 import { assertPixelsOnly } from './verify.ts';
+import { cleaned } from '../../test-support.ts';
 
 beforeAll(() => {
   ensureExiftool();
 });
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned') {
-    throw new Error(`expected cleaned, got ${outcome.status}: ${JSON.stringify(outcome)}`);
-  }
-  return outcome;
-}
 
 function count(outcome: CleanedOutcome, kind: string): number {
   return outcome.findings.find((finding) => finding.kind === kind)?.count ?? 0;

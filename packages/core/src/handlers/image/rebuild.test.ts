@@ -18,10 +18,10 @@ import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
-import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 import { encodeBmp } from './bmp/encode.ts';
 import { canonicalProfile } from './icc.ts';
 import { findImageExtras } from './structure.ts';
+import { cleaned } from '../../test-support.ts';
 
 beforeAll(() => {
   ensureExiftool();
@@ -45,12 +45,6 @@ const TOLERANCE: Readonly<Record<SharpImageFormat, number>> = {
   webp: 24,
   tiff: 0,
 };
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned')
-    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
-  return outcome;
-}
 
 /** An image carrying the payload in the metadata its format has (EXIF, a comment, XMP). */
 async function withMetadata(format: SharpImageFormat): Promise<Buffer> {

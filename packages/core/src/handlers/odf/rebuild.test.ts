@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
 import { isDisarmError } from '../../errors.ts';
-import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import { cleaned, findingsOf } from '../../test-support.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -17,13 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned') {
-    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
-  }
-  return outcome;
-}
 
 /** The package as Info-ZIP sees it: members in order with their method, and all their text. */
 async function unzipped(bytes: Uint8Array): Promise<{ listing: string[]; text: string }> {
@@ -38,9 +31,6 @@ async function unzipped(bytes: Uint8Array): Promise<{ listing: string[]; text: s
   const text = execFileSync('unzip', ['-p', path], { encoding: 'latin1' });
   return { listing, text };
 }
-
-const findingsOf = (outcome: CleanedOutcome): Record<string, number> =>
-  Object.fromEntries(outcome.findings.map((finding) => [finding.kind, finding.count]));
 
 describe('ODT rebuild', () => {
   it('rebuilds a clean text with nothing to report: mimetype first and stored, manifest rebuilt', async () => {

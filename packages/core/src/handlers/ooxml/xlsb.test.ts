@@ -22,12 +22,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { disarm } from '../../disarm.ts';
 import { refusedFormula } from './xlsb-formulas.ts';
 import { Deadline } from '../../limits.ts';
-import type { CleanedOutcome, Outcome } from '../../outcome.ts';
+import type { CleanedOutcome } from '../../outcome.ts';
 import type { DetectedFile, EngineContext } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { verifyOoxml } from './verify.ts';
 import { parseRecords } from './xlsb-records.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
+import { cleaned, findingsOf } from '../../test-support.ts';
 
 const REPO = resolve(import.meta.dirname, '..', '..', '..', '..', '..');
 const WORKBOOK_TYPE = 'application/vnd.ms-excel.sheet.binary.macroEnabled.main';
@@ -40,16 +41,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned') {
-    throw new Error(`expected cleaned, got ${outcome.reason}: ${outcome.detail}`);
-  }
-  return outcome;
-}
-
-const findingsOf = (outcome: CleanedOutcome): Record<string, number> =>
-  Object.fromEntries(outcome.findings.map((finding) => [finding.kind, finding.count]));
 
 /** The package as Info-ZIP sees it: member names, the text of the XML members, and `read`. */
 async function unzipped(

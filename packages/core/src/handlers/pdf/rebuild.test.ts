@@ -20,6 +20,7 @@ import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 import { VerifyFailure } from '../types.ts';
 import type { DetectedFile, EngineContext } from '../types.ts';
 import { verifyPdf } from './verify.ts';
+import { cleaned } from '../../test-support.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'disarm-pdf-'));
 let counter = 0;
@@ -34,15 +35,6 @@ function file(bytes: Uint8Array, suffix = '.pdf'): string {
   const path = join(DIR, `${counter}${suffix}`);
   writeFileSync(path, bytes);
   return path;
-}
-
-function cleaned(outcome: Outcome): CleanedOutcome {
-  if (outcome.status !== 'cleaned') {
-    throw new Error(
-      `expected cleaned, got ${outcome.status}: ${'detail' in outcome ? outcome.detail : ''}`,
-    );
-  }
-  return outcome;
 }
 
 const kinds = (outcome: CleanedOutcome): Partial<Record<FindingKind, number>> =>

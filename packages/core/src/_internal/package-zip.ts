@@ -1,4 +1,5 @@
-import type { DetectedFile, EngineContext } from '../handlers/types.ts';
+import type { FindingTally } from '../findings.ts';
+import type { DetectedFile, EngineContext, FileInput } from '../handlers/types.ts';
 import { assertExpansionRatio, formatBytes } from '../limits.ts';
 import { sha256Hex } from './bytes.ts';
 import { Rejection } from './rejection.ts';
@@ -209,4 +210,27 @@ export const PACKAGE_TIME = new Date(Date.UTC(1980, 0, 1, 0, 0, 0));
 /** Whether a URL may stay as a hyperlink: http, https or mailto only. */
 export function isSafeHyperlink(target: string): boolean {
   return /^(https?:\/\/|mailto:)/i.test(target.trim()) && !/[\p{Cc}\s]/u.test(target.trim());
+}
+
+/**
+ * A picture of a package through the whole engine (scan, detect, the image handler, its verify),
+ * its findings added to the package's. One the engine refuses is left out (`undefined`, counted
+ * as `hidden-data`); a threat or the size budget refuses the package.
+ */
+export async function rebuildPackageImage(
+  image: FileInput,
+  pkg: OfficePackage,
+  context: EngineContext,
+  findings: FindingTally,
+): Promise<Uint8Array | undefined> {
+  try {
+    const rebuilt = await context.processMember(image, pkg.hash);
+    findings.addAll(rebuilt.findings);
+    return rebuilt.bytes;
+  } catch (error) {
+    if (!(error instanceof Rejection)) throw error;
+    if (error.reason === 'threat_detected' || error.reason === 'file_too_large') throw error;
+    findings.add('hidden-data');
+    return undefined;
+  }
 }

@@ -1,6 +1,7 @@
 import { SaxesParser } from 'saxes';
 import type { SaxesTagNS } from 'saxes';
 
+import type { Deadline } from '../limits.ts';
 import { Rejection } from './rejection.ts';
 import { decodeXmlText, MAX_XML_PART_BYTES } from './xml.ts';
 
@@ -68,11 +69,11 @@ export const nextTurn: Pace = () =>
     setImmediate(resolve);
   });
 
-/** A pace that gives the event loop a turn and then runs `check` (a deadline), which may throw. */
-export function paceWith(check: () => void): Pace {
+/** A pace that gives the event loop a turn and then checks the file's deadline (which may throw). */
+export function paceWith(deadline: Pick<Deadline, 'check'>): Pace {
   return async () => {
     await nextTurn();
-    check();
+    deadline.check();
   };
 }
 

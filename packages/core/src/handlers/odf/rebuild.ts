@@ -1,5 +1,9 @@
 import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.ts';
-import { PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
+import {
+  PACKAGE_TIME,
+  rebuildPackageImage,
+  withOfficePackage,
+} from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { paceWith, walkXml } from '../../_internal/xml-rewrite.ts';
@@ -101,7 +105,10 @@ async function rebuildPackage(
   const rebuiltPictures = new Map<PackageMember, Uint8Array | undefined>();
   await forEachLimited(pictures, MEMBER_CONCURRENCY, async (member) => {
     const bytes = await member.read();
-    rebuiltPictures.set(member, await rebuildImage(member.name, bytes, pkg, context, findings));
+    rebuiltPictures.set(
+      member,
+      await rebuildPackageImage({ bytes, fileName: member.name }, pkg, context, findings),
+    );
   });
   for (const member of pictures) {
     const rebuilt = rebuiltPictures.get(member);
@@ -112,9 +119,7 @@ async function rebuildPackage(
     throw new Rejection('invalid_file', `${what} has no content.xml`);
   }
   const kept = new Set(images.keys());
-  const pace = paceWith(() => {
-    context.deadline.check();
-  });
+  const pace = paceWith(context.deadline);
   const entries: ZipWriteEntry[] = [
     {
       path: 'mimetype',
@@ -196,25 +201,6 @@ async function readMediaType(pkg: OfficePackage, what: string): Promise<string> 
     throw new Rejection('invalid_file', `${what} is not an OpenDocument text package`);
   }
   return declared;
-}
-
-async function rebuildImage(
-  name: string,
-  bytes: Uint8Array,
-  pkg: OfficePackage,
-  context: EngineContext,
-  findings: FindingTally,
-): Promise<Uint8Array | undefined> {
-  try {
-    const rebuilt = await context.processMember({ bytes, fileName: name }, pkg.hash);
-    findings.addAll(rebuilt.findings);
-    return rebuilt.bytes;
-  } catch (error) {
-    if (!(error instanceof Rejection)) throw error;
-    if (error.reason === 'threat_detected' || error.reason === 'file_too_large') throw error;
-    findings.add('hidden-data');
-    return undefined;
-  }
 }
 
 /** Ends a walk once the root element has been read. */

@@ -1,5 +1,10 @@
 import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.ts';
-import { isSafeHyperlink, PACKAGE_TIME, withOfficePackage } from '../../_internal/package-zip.ts';
+import {
+  isSafeHyperlink,
+  PACKAGE_TIME,
+  rebuildPackageImage,
+  withOfficePackage,
+} from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
@@ -128,9 +133,7 @@ async function* partBytes(
     yield bytes;
     return;
   }
-  const pace = paceWith(() => {
-    context.deadline.check();
-  });
+  const pace = paceWith(context.deadline);
   if (contentType !== VML_TYPE) {
     yield* rewritePart(bytes, `part ${part.name}`, rules, pace);
     return;
@@ -268,30 +271,21 @@ class PackageWalk {
     }
   }
 
-  /**
-   * Images go through the whole engine (scan, detect, the image handler, its verify). An image
-   * the engine refuses is dropped and counted; a threat or the size budget refuses the package.
-   */
+  /** A kept image through the engine; one it refuses is counted here and left out. */
   async #rebuildImage(
     bytes: Uint8Array,
     extension: string,
     partName: string,
   ): Promise<Uint8Array | undefined> {
     const stem = partName.slice(partName.lastIndexOf('/') + 1).replace(/\.[^.]*$/, '');
-    try {
-      const rebuilt = await this.#context.processMember(
-        { bytes, fileName: `${stem}.${extension}` },
-        this.#pkg.hash,
-      );
-      this.#findings.addAll(rebuilt.findings);
-      return rebuilt.bytes;
-    } catch (error) {
-      if (!(error instanceof Rejection)) throw error;
-      if (error.reason === 'threat_detected' || error.reason === 'file_too_large') throw error;
-      this.#counted.add(partName.toLowerCase());
-      this.#findings.add('hidden-data');
-      return undefined;
-    }
+    const rebuilt = await rebuildPackageImage(
+      { bytes, fileName: `${stem}.${extension}` },
+      this.#pkg,
+      this.#context,
+      this.#findings,
+    );
+    if (!rebuilt) this.#counted.add(partName.toLowerCase());
+    return rebuilt;
   }
 
   /** Members no kept relationship reaches are dropped and counted by what they are. */

@@ -48,6 +48,7 @@ beforeAll(async () => {
     ['vba-book.xlsm', await buildOfficeDocument('xlsm', { texts, vba: true })],
     ['xlm-book.xlsm', await buildOfficeDocument('xlsm', { texts, macroSheet: true })],
     ['dde-formula.xlsx', await buildOfficeDocument('xlsx', { texts, dde: true })],
+    ['rule-formulas.xlsx', await buildOfficeDocument('xlsx', { texts, ruleFormulas: true })],
     ['vba-deck.pptm', await buildOfficeDocument('pptm', { texts, vba: true })],
     ['action.pptx', await buildOfficeDocument('pptx', { texts, macroAction: true })],
     [

@@ -5,7 +5,7 @@ import yazl from 'yazl';
 import { asBuffer } from './bytes.ts';
 
 /** Data made in chunks when its entry's turn comes. */
-export type LazyBytes = () => AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+export type LazyBytes = () => AsyncIterable<Uint8Array>;
 
 /** One entry of a zip being written. */
 export type ZipWriteEntry =

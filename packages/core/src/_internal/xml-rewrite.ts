@@ -3,7 +3,7 @@ import type { SaxesTagNS } from 'saxes';
 
 import type { Deadline } from '../limits.ts';
 import { Rejection } from './rejection.ts';
-import { decodeXmlText, MAX_XML_PART_BYTES } from './xml.ts';
+import { decodeXmlText, MAX_XML_PART_BYTES, xmlDecoder } from './xml.ts';
 
 /** One attribute as written, with its namespace resolved (saxes's own record, not a copy). */
 export interface XmlAttributeNode {
@@ -90,8 +90,8 @@ const SLICE_UNITS = 32 * 1024;
  *   {@link MAX_XML_PART_BYTES}.
  */
 export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): void {
-  const walk = new XmlWalk(bytes, what, walker);
-  walk.write(walk.text);
+  const walk = new XmlWalk(what, walker);
+  walk.write(partText(bytes, what));
   walk.close();
 }
 
@@ -105,12 +105,63 @@ export async function walkXmlPaced(
   walker: XmlWalker,
   pace: Pace,
 ): Promise<void> {
-  const walk = new XmlWalk(bytes, what, walker);
-  for (const slice of slices(walk.text)) {
+  const walk = new XmlWalk(what, walker);
+  for (const slice of slices(partText(bytes, what))) {
     walk.write(slice);
     await pace();
   }
   walk.close();
+}
+
+/**
+ * {@link walkXml} over a part that arrives in chunks: each chunk is decoded and parsed as it
+ * comes, so a part can be checked while it is still being written. Same rules, same rejections.
+ */
+export class XmlChunkWalk {
+  readonly #what: string;
+  readonly #walk: XmlWalk;
+  #decoder: TextDecoder | undefined;
+  /** The first byte, kept until the second tells whether the two are a UTF-16 byte-order mark. */
+  #head: Uint8Array | undefined;
+  #bytes = 0;
+
+  constructor(what: string, walker: XmlWalker) {
+    this.#what = what;
+    this.#walk = new XmlWalk(what, walker);
+  }
+
+  write(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    this.#bytes += chunk.length;
+    if (this.#bytes > MAX_XML_PART_BYTES) throw tooLarge(this.#what);
+    if (this.#decoder === undefined) {
+      const head = this.#head ? Buffer.concat([this.#head, chunk]) : chunk;
+      if (head.length < 2) {
+        this.#head = head;
+        return;
+      }
+      this.#head = undefined;
+      this.#decoder = xmlDecoder(head);
+      chunk = head;
+    }
+    this.#walk.write(this.#decoder.decode(chunk, { stream: true }));
+  }
+
+  close(): void {
+    const decoder = this.#decoder ?? xmlDecoder(this.#head ?? new Uint8Array(0));
+    this.#walk.write(decoder.decode(this.#head ?? new Uint8Array(0)));
+    this.#walk.close();
+  }
+}
+
+function tooLarge(what: string): Rejection {
+  return new Rejection('file_too_large', `${what} is larger than ${MAX_XML_PART_BYTES} bytes`);
+}
+
+/** A part's text, within {@link MAX_XML_PART_BYTES}. */
+function partText(bytes: Uint8Array, what: string): string {
+  if (bytes.length > MAX_XML_PART_BYTES) throw tooLarge(what);
+  return decodeXmlText(bytes);
 }
 
 /** The text in slices of about {@link SLICE_UNITS}, never between the halves of a surrogate pair. */
@@ -126,15 +177,10 @@ function* slices(text: string): Generator<string> {
 
 /** One saxes parse reporting to a walker; `write` and `close` throw the part's rejection. */
 class XmlWalk {
-  readonly text: string;
   readonly #parser = new SaxesParser({ xmlns: true, position: false });
   #failure: Rejection | undefined;
 
-  constructor(bytes: Uint8Array, what: string, walker: XmlWalker) {
-    if (bytes.length > MAX_XML_PART_BYTES) {
-      throw new Rejection('file_too_large', `${what} is larger than ${MAX_XML_PART_BYTES} bytes`);
-    }
-    this.text = decodeXmlText(bytes);
+  constructor(what: string, walker: XmlWalker) {
     const parser = this.#parser;
     const keyOf = elementKeys();
     const stack: XmlElementNode[] = [];
@@ -376,7 +422,8 @@ export async function* rewriteXml(
       frame.hasContent = true;
     }
   };
-  const walk = new XmlWalk(bytes, what, {
+  const text = partText(bytes, what);
+  const walk = new XmlWalk(what, {
     open(element, ancestors) {
       if (dropDepth > 0) {
         dropDepth += 1;
@@ -423,7 +470,7 @@ export async function* rewriteXml(
       out.write(escapeText(text), hold);
     },
   });
-  for (const slice of slices(walk.text)) {
+  for (const slice of slices(text)) {
     walk.write(slice);
     const chunk = out.take();
     if (chunk) yield chunk;

@@ -84,7 +84,12 @@ export function scanXmlStartTags(
 
 /** XML 1.0 F.1: the encoding is told by a byte-order mark, else UTF-8. */
 export function decodeXmlText(bytes: Uint8Array): string {
-  if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder('utf-16le').decode(bytes);
-  if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder('utf-16be').decode(bytes);
-  return new TextDecoder('utf-8', { ignoreBOM: false }).decode(bytes);
+  return xmlDecoder(bytes).decode(bytes);
+}
+
+/** The decoder for a document that starts with `head` (at least its first two bytes). */
+export function xmlDecoder(head: Uint8Array): TextDecoder {
+  if (head[0] === 0xff && head[1] === 0xfe) return new TextDecoder('utf-16le');
+  if (head[0] === 0xfe && head[1] === 0xff) return new TextDecoder('utf-16be');
+  return new TextDecoder('utf-8', { ignoreBOM: false });
 }

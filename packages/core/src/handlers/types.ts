@@ -1,6 +1,7 @@
 import type { Finding } from '../findings.ts';
 import type { FormatFamily, FormatRow } from '../formats.ts';
 import type { DecodeGate } from '../_internal/concurrency.ts';
+import type { PartCheckResult } from '../_internal/part-checks.ts';
 import type { Deadline, EntryBudget, ExpansionBudget, Limits } from '../limits.ts';
 import type { Policy } from '../policy.ts';
 import type { Scanner } from '../scan/scanner.ts';
@@ -36,6 +37,12 @@ export interface HandlerOutput {
    * file against. Archives: the entry names in the order written.
    */
   readonly manifest?: OutputManifest;
+  /**
+   * Verdicts of check workers on parts of the output, by lower-cased member name, reached while
+   * the parts were written (see `_internal/part-checks.ts`). The family's verify accepts one only
+   * for the very bytes it was reached on, and checks a part itself where there is none.
+   */
+  readonly checkedParts?: ReadonlyMap<string, Promise<PartCheckResult>>;
 }
 
 /** What a rebuilt container holds, as the rebuild decided it (see {@link HandlerOutput}). */

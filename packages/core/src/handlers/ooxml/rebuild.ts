@@ -6,6 +6,8 @@ import {
   withOfficePackage,
 } from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
+import { startPartCheck } from '../../_internal/part-checks.ts';
+import type { PartCheckResult, PartCheckSession } from '../../_internal/part-checks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
@@ -98,11 +100,53 @@ async function rebuildPackage(
     throw new Rejection('invalid_file', `${what} has no main document part of a known type`);
   }
   walk.countUnreached();
-  // Parts are read, rewritten and deflated one at a time as the writer reaches them.
-  const bytes = await writePackage([...walk.parts.values()], (part) =>
-    partBytes(part, findings, context),
-  );
-  return { bytes, findings: findings.toArray() };
+  // Parts are read, rewritten and deflated one at a time as the writer reaches them; XML parts
+  // are checked for verify before release in a worker thread while they are written.
+  const checkedParts = new Map<string, Promise<PartCheckResult>>();
+  const bytes = await writePackage([...walk.parts.values()], (part) => {
+    const chunks = partBytes(part, findings, context);
+    const contentType = part.contentType.toLowerCase();
+    if (!isXmlType(contentType) || isBinaryPartType(contentType)) return chunks;
+    return checkedWhileWritten(chunks, part.name, checkedParts);
+  });
+  return { bytes, findings: findings.toArray(), checkedParts };
+}
+
+/**
+ * A part's chunks, each handed to a check worker as it is handed to the zip writer; the worker's
+ * verdict is kept for verify before release under the part's lower-cased member name. A part of
+ * one chunk (under 256 KB) is left to verify: checking it there costs less than a worker's turn.
+ */
+async function* checkedWhileWritten(
+  chunks: AsyncIterable<Uint8Array>,
+  name: string,
+  verdicts: Map<string, Promise<PartCheckResult>>,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  let first: Uint8Array | undefined;
+  let session: PartCheckSession | undefined;
+  let complete = false;
+  try {
+    for await (const chunk of chunks) {
+      if (first === undefined && session === undefined) {
+        first = chunk;
+        continue;
+      }
+      if (first !== undefined) {
+        session = startPartCheck('ooxml-xml', name);
+        if (session) verdicts.set(name.slice(1).toLowerCase(), session.result);
+        await session?.write(first);
+        yield first;
+        first = undefined;
+      }
+      await session?.write(chunk);
+      yield chunk;
+    }
+    if (first !== undefined) yield first;
+    complete = true;
+    session?.end();
+  } finally {
+    if (!complete) session?.abort();
+  }
 }
 
 /** The bytes a kept part is written with: XML and binary parts rewritten, images as rebuilt. */

@@ -1,20 +1,14 @@
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { walkXml } from '../../_internal/xml-rewrite.ts';
-import type { XmlElementNode } from '../../_internal/xml-rewrite.ts';
+import { sha256Hex } from '../../_internal/bytes.ts';
+import type { PartCheckResult } from '../../_internal/part-checks.ts';
 import { matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { ZipMember } from '../../_internal/zip-reader.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
-import {
-  attribute,
-  classifyDefinedName,
-  classifyField,
-  classifyFormula,
-  NS,
-  RULE_FORMULAS,
-} from './content.ts';
+import { assertReferences, checkXmlPart } from './part-check.ts';
+import type { XmlPartReport } from './part-check.ts';
 import {
   contentTypeOf,
   parseContentTypes,
@@ -39,13 +33,6 @@ import {
 } from './xlsb.ts';
 import { screenFormulas } from './xlsb-formulas.ts';
 import { parseRecords, RT } from './xlsb-records.ts';
-
-/** Elements no rebuilt part may hold. */
-const FORBIDDEN = new Set([
-  `${NS.w} object`, `${NS.w} control`, `${NS.w} subDoc`, `${NS.w} altChunk`, `${NS.w} frameset`,
-  `${NS.w} docVars`, `${NS.w} mailMerge`, `${NS.o} OLEObject`, `${NS.p} oleObj`, `${NS.p} control`,
-  `${NS.s} oleObjects`, `${NS.s} controls`, `${NS.s} externalReferences`, `${NS.x} FmlaMacro`,
-]); // prettier-ignore
 
 /**
  * OOXML checks of verify before release. The written package is re-listed with yauzl and its
@@ -181,12 +168,36 @@ export async function verifyOoxml(
       if (BINARY_PART_TYPES.has(contentType)) {
         checkBinaryPart(bytes, `/${name}`, contentType, ids);
       } else {
-        checkXmlPart(bytes, `/${name}`, ids);
+        const report =
+          (await verdictOn(output.checkedParts?.get(name), bytes, `/${name}`)) ??
+          checkXmlPart(bytes, `/${name}`);
+        assertReferences(report, ids, `/${name}`);
       }
     }
   } finally {
     listing.file.close();
   }
+}
+
+/**
+ * A check worker's verdict on a part, taken only for the very bytes the package holds: their
+ * SHA-256 and size must be those the worker parsed. `undefined` when there is no verdict to take
+ * (none was reached, or the worker broke): the part is then checked here.
+ * @throws {VerifyFailure} the part's failure, as the worker found it; `ooxml.zip` when the member
+ *   is not the bytes the worker checked.
+ */
+async function verdictOn(
+  verdict: Promise<PartCheckResult> | undefined,
+  bytes: Uint8Array,
+  name: string,
+): Promise<XmlPartReport | undefined> {
+  const result = await verdict?.catch(() => undefined);
+  if (result === undefined) return undefined;
+  if (result.status === 'failed') throw new VerifyFailure(result.check, result.message);
+  if (result.size !== bytes.length || result.sha256 !== sha256Hex(bytes)) {
+    throw new VerifyFailure('ooxml.zip', `${name} is not the part that was checked as written`);
+  }
+  return { references: result.references };
 }
 
 function guard<T>(check: string, read: () => T): T {
@@ -196,86 +207,6 @@ function guard<T>(check: string, read: () => T): T {
     if (error instanceof Rejection) throw new VerifyFailure(check, error.message);
     throw error;
   }
-}
-
-/** Re-reads one XML part: parses without a DTD and holds nothing that runs or fetches. */
-function checkXmlPart(bytes: Uint8Array, name: string, ids: ReadonlySet<string>): void {
-  const fail = (what: string): never => {
-    throw new VerifyFailure('ooxml.active-content', `${name} still holds ${what}`);
-  };
-  const fields: { instruction: string; inInstruction: boolean }[] = [];
-  let collecting: 'instr' | 'formula' | 'name' | undefined;
-  let text = '';
-  let nameAttributes: Parameters<typeof classifyDefinedName>[0] = [];
-  let formulaElement: XmlElementNode | undefined;
-  guard('ooxml.xml-parse', () => {
-    walkXml(bytes, name, {
-      open(element) {
-        const key = element.key;
-        if (FORBIDDEN.has(key)) fail(element.name);
-        for (const a of element.attributes) {
-          const naming = a.uri === NS.r || (a.uri === NS.o && a.local === 'relid');
-          if (naming && a.value !== '' && !ids.has(a.value)) {
-            throw new VerifyFailure(
-              'ooxml.dangling-reference',
-              `${name}: ${element.name} names relationship ${a.value}, which the part does not have`,
-            );
-          }
-        }
-        if (element.uri === NS.w && element.localName === 'fldSimple') {
-          if (classifyField(attribute(element, NS.w, 'instr') ?? '') !== undefined) fail('a field');
-        } else if (element.uri === NS.w && element.localName === 'fldChar') {
-          const type = attribute(element, NS.w, 'fldCharType');
-          const top = fields.at(-1);
-          if (type === 'begin') fields.push({ instruction: '', inInstruction: true });
-          else if (top && (type === 'separate' || type === 'end')) {
-            if (top.inInstruction && classifyField(top.instruction) !== undefined) fail('a field');
-            top.inInstruction = false;
-            if (type === 'end') fields.pop();
-          }
-        } else if (element.uri === NS.w && element.localName === 'instrText') {
-          collecting = 'instr';
-        } else if (
-          (element.uri === NS.s && element.localName === 'f') ||
-          RULE_FORMULAS.has(element.key)
-        ) {
-          collecting = 'formula';
-          formulaElement = element;
-          text = '';
-        } else if (element.uri === NS.s && element.localName === 'definedName') {
-          collecting = 'name';
-          nameAttributes = element.attributes;
-          text = '';
-        } else if (element.uri === NS.a && element.localName.startsWith('hlink')) {
-          if (
-            /^ppaction:\/\/(macro|program|ole|ocx)/i.test(attribute(element, '', 'action') ?? '')
-          ) {
-            fail('a macro action');
-          }
-        }
-      },
-      text(value) {
-        if (collecting === 'instr') {
-          const top = fields.at(-1);
-          if (top?.inInstruction === true) top.instruction += value;
-        } else if (collecting !== undefined) {
-          text += value;
-        }
-      },
-      close(element) {
-        if (collecting === 'formula' && element === formulaElement) {
-          if (classifyFormula(text) !== undefined) fail('a formula that calls out');
-          collecting = undefined;
-        } else if (collecting === 'name' && element.localName === 'definedName') {
-          if (classifyDefinedName(nameAttributes, text) !== undefined)
-            fail('a defined name that runs');
-          collecting = undefined;
-        } else if (collecting === 'instr' && element.localName === 'instrText') {
-          collecting = undefined;
-        }
-      },
-    });
-  });
 }
 
 /** Re-reads one binary part ([MS-XLSB] record stream) and checks what it may not hold. */

@@ -1,0 +1,221 @@
+import { buildWordDocument } from '@disarm/fixtures';
+import { describe, expect, it } from 'vitest';
+
+import { disarm } from '../disarm.ts';
+import { formatForFileName } from '../formats.ts';
+import { rebuildOoxml } from '../handlers/ooxml/rebuild.ts';
+import { checkXmlPart } from '../handlers/ooxml/part-check.ts';
+import { verifyOoxml } from '../handlers/ooxml/verify.ts';
+import type { DetectedFile, EngineContext } from '../handlers/types.ts';
+import { VerifyFailure } from '../handlers/types.ts';
+import { DEFAULT_LIMITS, Deadline, EntryBudget, ExpansionBudget } from '../limits.ts';
+import { cleaned } from '../test-support.ts';
+import { sha256Hex } from './bytes.ts';
+import { DecodeGate } from './concurrency.ts';
+import { startPartCheck } from './part-checks.ts';
+import type { PartCheckResult, PartCheckSession } from './part-checks.ts';
+import { openZip, readMember } from './zip-reader.ts';
+
+const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+
+const documentXml = (body: string): Buffer =>
+  Buffer.from(
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="${W}" xmlns:r="${R}"><w:body>${body}</w:body></w:document>`,
+  );
+
+function session(name = '/word/document.xml'): PartCheckSession {
+  const started = startPartCheck('ooxml-xml', name);
+  if (!started) throw new Error('check workers must start here');
+  return started;
+}
+
+/** A worker's verdict on `bytes` handed on in chunks of `size`. */
+async function verdict(bytes: Uint8Array, size: number): Promise<PartCheckResult> {
+  const check = session();
+  for (let at = 0; at < bytes.length; at += size) await check.write(bytes.subarray(at, at + size));
+  check.end();
+  return check.result;
+}
+
+/** The local check's verdict on the same bytes, in the worker's terms. */
+function localVerdict(bytes: Uint8Array): PartCheckResult {
+  try {
+    const report = checkXmlPart(bytes, '/word/document.xml');
+    return {
+      status: 'checked',
+      size: bytes.length,
+      sha256: sha256Hex(bytes),
+      references: report.references,
+    };
+  } catch (error) {
+    if (!(error instanceof VerifyFailure)) throw error;
+    return { status: 'failed', check: error.check, message: error.message };
+  }
+}
+
+describe('part checks in worker threads', () => {
+  const parts: Record<string, Buffer> = {
+    benign: documentXml(
+      '<w:p><w:hyperlink r:id="rId7"><w:r><w:t>Grüße, 東京 🎉</w:t></w:r></w:hyperlink></w:p>',
+    ),
+    ole: documentXml('<w:p><w:r><w:object r:id="rId2"/></w:r></w:p>'),
+    field: documentXml('<w:p><w:fldSimple w:instr=" INCLUDETEXT &quot;http://x/a&quot; "/></w:p>'),
+    malformed: documentXml('<w:p><w:r></w:p>'),
+    doctype: Buffer.from(`<!DOCTYPE d [<!ENTITY e "x">]><w:document xmlns:w="${W}"/>`),
+    utf16: Buffer.concat([
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from(`<w:document xmlns:w="${W}"><w:body><w:p/></w:body></w:document>`, 'utf16le'),
+    ]),
+  };
+
+  it.each(Object.keys(parts))(
+    'reaches the verdict the main thread reaches on the %s part, whatever the chunk boundaries',
+    async (kind) => {
+      const bytes = parts[kind] ?? Buffer.alloc(0);
+      const expected = localVerdict(bytes);
+      // One byte at a time splits every multi-byte character and the byte-order mark.
+      for (const size of [1, 3, 64, bytes.length]) {
+        expect(await verdict(bytes, size), `chunks of ${size}`).toEqual(expected);
+      }
+    },
+  );
+
+  it('reports the hash and size of what it parsed, and the relationship ids the part names', async () => {
+    const bytes = parts.benign ?? Buffer.alloc(0);
+    const result = await verdict(bytes, 100);
+    expect(result).toMatchObject({
+      status: 'checked',
+      size: bytes.length,
+      sha256: sha256Hex(bytes),
+    });
+    expect(result.status === 'checked' && [...result.references]).toEqual([
+      ['rId7', 'w:hyperlink'],
+    ]);
+  });
+
+  it('checks a part larger than the high-water mark without losing a chunk', async () => {
+    const body = '<w:p><w:r><w:t>text text text</w:t></w:r></w:p>'.repeat(400_000);
+    const bytes = documentXml(`${body}<w:p><w:r><w:object/></w:r></w:p>`);
+    expect(bytes.length).toBeGreaterThan(16 * 1024 * 1024);
+    expect(await verdict(bytes, 256 * 1024)).toMatchObject({
+      status: 'failed',
+      check: 'ooxml.active-content',
+    });
+  });
+
+  it('gives no verdict on an aborted part, and keeps serving the next', async () => {
+    const aborted = session();
+    await aborted.write(documentXml('<w:p/>').subarray(0, 20));
+    aborted.abort();
+    await expect(aborted.result).rejects.toThrow(/aborted/);
+    expect(await verdict(parts.benign ?? Buffer.alloc(0), 50)).toMatchObject({ status: 'checked' });
+  });
+});
+
+/** A real engine context, as `disarm()` makes one. */
+function engineContext(): EngineContext {
+  const limits = DEFAULT_LIMITS;
+  const context: EngineContext = {
+    limits,
+    policy: {},
+    scanners: [],
+    deadline: new Deadline(limits.timeoutMs),
+    budget: new ExpansionBudget(limits.maxBytes),
+    entries: new EntryBudget(limits.maxEntries),
+    decodes: new DecodeGate(limits.maxDecodeBytes),
+    signal: new AbortController().signal,
+    depth: 0,
+    ancestors: [],
+    processMember: () => Promise.reject(new Error('no members here')),
+    scanMember: () => Promise.resolve([]),
+  };
+  return context;
+}
+
+describe("verify before release and the workers' verdicts", () => {
+  const verifyCheck = async (
+    bytes: Uint8Array,
+    checkedParts?: ReadonlyMap<string, Promise<PartCheckResult>>,
+  ): Promise<string> => {
+    try {
+      await verifyOoxml(
+        checkedParts ? { bytes, findings: [], checkedParts } : { bytes, findings: [] },
+        {} as DetectedFile,
+        engineContext(),
+      );
+      return 'passed';
+    } catch (error) {
+      if (error instanceof VerifyFailure) return error.check;
+      throw error;
+    }
+  };
+
+  it('the rebuild has every XML part of more than one chunk checked by a worker while it is written', async () => {
+    // A document part of about 2 MB (several 256 KB chunks); its other parts are one chunk.
+    const texts = Array.from({ length: 20_000 }, (_, i) => `paragraph ${i} of the long document`);
+    const input = await buildWordDocument('docx', { texts, dde: true, vba: true });
+    const format = formatForFileName('a.docx');
+    if (!format) throw new Error('docx is allowlisted');
+    const output = await rebuildOoxml(
+      { bytes: input, fileName: 'a.docx', format },
+      engineContext(),
+    );
+    const listing = await openZip(output.bytes, 100);
+    const checked: string[] = [];
+    try {
+      for (const member of listing.members) {
+        const written = await readMember(listing, member, 1 << 26, member.name);
+        const result = await output.checkedParts?.get(member.name.toLowerCase());
+        if (written.length <= 256 * 1024) {
+          // Left to verify on the main thread.
+          expect(result, member.name).toBeUndefined();
+          continue;
+        }
+        checked.push(member.name);
+        expect(result, member.name).toEqual({
+          status: 'checked',
+          size: written.length,
+          sha256: sha256Hex(written),
+          references: expect.any(Map) as unknown,
+        });
+      }
+    } finally {
+      listing.file.close();
+    }
+    expect(checked).toEqual(['word/document.xml']);
+    expect(await verifyCheck(output.bytes, output.checkedParts)).toBe('passed');
+  });
+
+  it('takes a verdict only for the very bytes in the package, and checks the part itself where there is none', async () => {
+    const input = await buildWordDocument('docx', { texts: ['one', 'two'] });
+    const { bytes } = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    const listing = await openZip(bytes, 100);
+    const member = listing.members.find((m) => m.name === 'word/document.xml');
+    if (!member) throw new Error('no document part');
+    const written = await readMember(listing, member, 1 << 26, member.name);
+    listing.file.close();
+    const on = async (part: Uint8Array): Promise<Map<string, Promise<PartCheckResult>>> => {
+      const check = session();
+      await check.write(part);
+      check.end();
+      return new Map([['word/document.xml', check.result]]);
+    };
+
+    expect(await verifyCheck(bytes, await on(written))).toBe('passed');
+    // A verdict on other bytes, even harmless ones, is not a verdict on this part.
+    const other = Buffer.from(Buffer.from(written).toString().replace('>one<', '>uno<'));
+    expect(await verifyCheck(bytes, await on(other))).toBe('ooxml.zip');
+    // The worker's failure decides, whatever the main thread would have found.
+    const withOle = Buffer.from(
+      Buffer.from(written)
+        .toString()
+        .replace('<w:body>', '<w:body><w:p><w:r><w:object/></w:r></w:p>'),
+    );
+    expect(await verifyCheck(bytes, await on(withOle))).toBe('ooxml.active-content');
+    // No verdict (the worker broke, or none was reached): the part is checked here.
+    const broken = Promise.reject(new Error('the check worker is gone'));
+    broken.catch(() => undefined);
+    expect(await verifyCheck(bytes, new Map([['word/document.xml', broken]]))).toBe('passed');
+  });
+});

@@ -1,0 +1,313 @@
+/**
+ * Checks of written parts in worker threads, while the parts are being written.
+ *
+ * Verify before release parses every written XML part again, independently of the rewrite. On one
+ * thread that second parse comes after the rewrite and costs about half as much again. Here the
+ * rewrite hands each chunk of a part to a check worker as it hands it to the zip writer, so the
+ * check runs beside the rewrite on another core. The worker parses exactly the bytes it was given
+ * and reports their SHA-256 and size; verify before release still lists the written package,
+ * inflates every member and holds it to its CRC-32, and accepts a worker's verdict for a member
+ * only when the member's SHA-256 and size are those the worker checked (other bytes fail verify).
+ * A member without a verdict (no worker could start here, or its worker died) is checked on the
+ * main thread as before: the workers only ever save time, never a check.
+ */
+import { availableParallelism } from 'node:os';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+/** The checks a worker can run. */
+export type PartCheckKind = 'ooxml-xml';
+
+/** A worker's verdict on one part's bytes. */
+export type PartCheckResult =
+  | {
+      readonly status: 'checked';
+      readonly size: number;
+      readonly sha256: string;
+      /** Relationship id -> the first element naming it. */
+      readonly references: ReadonlyMap<string, string>;
+    }
+  | { readonly status: 'failed'; readonly check: string; readonly message: string };
+
+/** Main thread -> worker. */
+export type PartCheckRequest =
+  | {
+      readonly type: 'start';
+      readonly id: number;
+      readonly kind: PartCheckKind;
+      readonly name: string;
+    }
+  | { readonly type: 'chunk'; readonly id: number; readonly bytes: Uint8Array }
+  | { readonly type: 'end'; readonly id: number }
+  | { readonly type: 'abort'; readonly id: number };
+
+/** Worker -> main thread. */
+export type PartCheckReply =
+  | { readonly type: 'consumed'; readonly id: number; readonly bytes: number }
+  | { readonly type: 'done'; readonly id: number; readonly result: PartCheckResult }
+  /** The check itself broke (not the part): the main thread checks the part instead. */
+  | { readonly type: 'error'; readonly id: number; readonly message: string };
+
+/** One part being checked while it is written. */
+export interface PartCheckSession {
+  /**
+   * Hands on the next chunk. Resolves at once unless the worker is more than
+   * {@link HIGH_WATER_BYTES} behind on this part, so a slow worker bounds, not grows, memory.
+   */
+  write(chunk: Uint8Array): Promise<void>;
+  /** The part is complete. */
+  end(): void;
+  /** The part will not be completed (its rewrite failed); the worker forgets it. */
+  abort(): void;
+  /**
+   * The verdict. Rejects when no verdict can be had (the worker died or could not start, the
+   * session was aborted); the part must then be checked another way. Never unhandled.
+   */
+  readonly result: Promise<PartCheckResult>;
+}
+
+/** Bytes handed to a worker and not yet parsed, per part, before `write` waits. */
+const HIGH_WATER_BYTES = 8 * 1024 * 1024;
+
+/** A worker with no part to check for this long is ended (a new one starts when needed). */
+const IDLE_MS = 10_000;
+
+/**
+ * Worker threads beside the main thread: one per spare core, at least one (the main thread keeps
+ * rewriting; a single core still gains nothing but loses little), at most four.
+ */
+const WORKERS = Math.max(1, Math.min(4, availableParallelism() - 1));
+
+/**
+ * The worker module. From source (this file is `.ts`, under vitest or tsx) it is
+ * `src/check-worker.ts`, started through tsx; in the bundle every module sits in `dist/`, beside
+ * `check-worker.mjs`.
+ */
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+const WORKER_MODULE = FROM_SOURCE
+  ? new URL('../check-worker.ts', import.meta.url)
+  : new URL('./check-worker.mjs', import.meta.url);
+
+interface Pending {
+  readonly resolve: (result: PartCheckResult) => void;
+  readonly reject: (error: Error) => void;
+  inFlight: number;
+  drained: (() => void) | undefined;
+}
+
+class CheckWorker {
+  readonly #worker: Worker;
+  readonly #sessions = new Map<number, Pending>();
+  readonly #onGone: (worker: CheckWorker, healthy: boolean) => void;
+  #idle: NodeJS.Timeout | undefined;
+  #gone = false;
+  /** Whether the worker ever answered (one that never did could not start here). */
+  #answered = false;
+  /** Ended for being idle, not broken. */
+  #retired = false;
+
+  constructor(onGone: (worker: CheckWorker, healthy: boolean) => void) {
+    this.#onGone = onGone;
+    this.#worker = startWorker();
+    this.#worker.unref();
+    this.#worker.on('message', (reply: PartCheckReply) => {
+      this.#receive(reply);
+    });
+    this.#worker.on('error', (error) => {
+      this.#end(error);
+    });
+    this.#worker.on('exit', (code) => {
+      this.#end(new Error(`the check worker exited with code ${code}`));
+    });
+  }
+
+  /** Bytes handed on and not yet parsed, across this worker's parts. */
+  get load(): number {
+    let load = 0;
+    for (const session of this.#sessions.values()) load += session.inFlight + 1;
+    return load;
+  }
+
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  start(id: number, kind: PartCheckKind, name: string): PartCheckSession {
+    let settle: Pick<Pending, 'resolve' | 'reject'> | undefined;
+    const result = new Promise<PartCheckResult>((resolve, reject) => {
+      settle = { resolve, reject };
+    });
+    // Awaited by verify in its turn, or never (the write failed): not an unhandled rejection.
+    result.catch(() => undefined);
+    if (!settle) throw new Error('unreachable: a promise executor runs at once');
+    const pending: Pending = { ...settle, inFlight: 0, drained: undefined };
+    if (this.#gone) {
+      pending.reject(new Error('the check worker is gone'));
+    } else {
+      this.#sessions.set(id, pending);
+      this.#busy();
+      this.#post({ type: 'start', id, kind, name });
+    }
+    return {
+      write: async (bytes) => {
+        if (!this.#sessions.has(id)) return;
+        pending.inFlight += bytes.length;
+        this.#post({ type: 'chunk', id, bytes });
+        if (pending.inFlight <= HIGH_WATER_BYTES) return;
+        await new Promise<void>((resolve) => {
+          pending.drained = resolve;
+        });
+      },
+      end: () => {
+        if (this.#sessions.has(id)) this.#post({ type: 'end', id });
+      },
+      abort: () => {
+        if (!this.#sessions.has(id)) return;
+        this.#post({ type: 'abort', id });
+        this.#settle(id, () => {
+          pending.reject(new Error('the check was aborted'));
+        });
+      },
+      result,
+    };
+  }
+
+  #receive(reply: PartCheckReply): void {
+    this.#answered = true;
+    const pending = this.#sessions.get(reply.id);
+    if (!pending) return;
+    switch (reply.type) {
+      case 'consumed':
+        pending.inFlight -= reply.bytes;
+        if (pending.inFlight <= HIGH_WATER_BYTES / 2) this.#wake(pending);
+        return;
+      case 'done':
+        this.#settle(reply.id, () => {
+          pending.resolve(reply.result);
+        });
+        return;
+      case 'error':
+        this.#settle(reply.id, () => {
+          pending.reject(new Error(reply.message));
+        });
+        return;
+    }
+  }
+
+  #settle(id: number, settle: () => void): void {
+    const pending = this.#sessions.get(id);
+    if (!pending) return;
+    this.#sessions.delete(id);
+    this.#wake(pending);
+    settle();
+    if (this.#sessions.size === 0) this.#rest();
+  }
+
+  #wake(pending: Pending): void {
+    const drained = pending.drained;
+    pending.drained = undefined;
+    drained?.();
+  }
+
+  #post(request: PartCheckRequest): void {
+    this.#worker.postMessage(request);
+  }
+
+  /** Keeps the process alive while a part is being checked (a verdict is awaited). */
+  #busy(): void {
+    clearTimeout(this.#idle);
+    this.#idle = undefined;
+    this.#worker.ref();
+  }
+
+  #rest(): void {
+    this.#worker.unref();
+    this.#idle = setTimeout(() => {
+      if (this.#sessions.size > 0) return;
+      this.#retired = true;
+      void this.#worker.terminate();
+    }, IDLE_MS);
+    this.#idle.unref();
+  }
+
+  #end(error: Error): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    clearTimeout(this.#idle);
+    for (const [id, pending] of [...this.#sessions]) {
+      this.#sessions.delete(id);
+      this.#wake(pending);
+      pending.reject(error);
+    }
+    this.#onGone(this, this.#answered || this.#retired);
+  }
+}
+
+function startWorker(): Worker {
+  if (!FROM_SOURCE) return new Worker(WORKER_MODULE);
+  // TypeScript source (tests, development): tsx registers its loader in the worker first.
+  const tsxApi = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
+  const bootstrap = [
+    `const { register } = await import(${JSON.stringify(tsxApi)});`,
+    'register();',
+    `await import(${JSON.stringify(WORKER_MODULE.href)});`,
+  ].join('\n');
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`));
+}
+
+/** The pool: workers are started on first use and end when idle or broken. */
+class CheckPool {
+  readonly #workers: CheckWorker[] = [];
+  #nextId = 1;
+  /** Set once a worker could not be started or died: parts are then checked on the main thread. */
+  #unavailable = false;
+
+  start(kind: PartCheckKind, name: string): PartCheckSession | undefined {
+    if (this.#unavailable) return undefined;
+    let worker: CheckWorker | undefined;
+    try {
+      worker = this.#pick();
+    } catch {
+      this.#unavailable = true;
+      return undefined;
+    }
+    const id = this.#nextId;
+    this.#nextId += 1;
+    return worker.start(id, kind, name);
+  }
+
+  #pick(): CheckWorker {
+    const live = this.#workers.filter((worker) => !worker.gone);
+    const idle = live.find((worker) => worker.load === 0);
+    if (idle) return idle;
+    if (live.length < WORKERS) {
+      const worker = new CheckWorker((gone, healthy) => {
+        this.#forget(gone);
+        if (!healthy) this.#unavailable = true;
+      });
+      this.#workers.push(worker);
+      return worker;
+    }
+    return live.reduce((least, worker) => (worker.load < least.load ? worker : least));
+  }
+
+  #forget(worker: CheckWorker): void {
+    const index = this.#workers.indexOf(worker);
+    if (index >= 0) this.#workers.splice(index, 1);
+  }
+}
+
+const pool = new CheckPool();
+
+/**
+ * Starts checking one part in a worker thread; its chunks follow with `write`. `undefined` when
+ * workers are unavailable here: the part is then checked on the main thread by verify.
+ */
+export function startPartCheck(kind: PartCheckKind, name: string): PartCheckSession | undefined {
+  return pool.start(kind, name);
+}

@@ -1,0 +1,168 @@
+/**
+ * The check verify before release holds every written OOXML XML part to, on its own: parses
+ * without a DTD and holds nothing that runs or fetches. It reads a part in chunks, so the same
+ * check runs on the main thread over a part read back from the written package, or in a check
+ * worker over the chunks of a part while it is being written (see `_internal/part-checks.ts`).
+ * Which relationships the part may name is known only from the package, so the check collects the
+ * ids it names and {@link assertReferences} holds them to the part's relationships afterwards.
+ */
+import { Rejection } from '../../_internal/rejection.ts';
+import { XmlChunkWalk } from '../../_internal/xml-rewrite.ts';
+import type { XmlAttributeNode, XmlElementNode } from '../../_internal/xml-rewrite.ts';
+import { VerifyFailure } from '../types.ts';
+import {
+  attribute,
+  classifyDefinedName,
+  classifyField,
+  classifyFormula,
+  NS,
+  RULE_FORMULAS,
+} from './content.ts';
+
+/** Elements no rebuilt part may hold. */
+const FORBIDDEN = new Set([
+  `${NS.w} object`, `${NS.w} control`, `${NS.w} subDoc`, `${NS.w} altChunk`, `${NS.w} frameset`,
+  `${NS.w} docVars`, `${NS.w} mailMerge`, `${NS.o} OLEObject`, `${NS.p} oleObj`, `${NS.p} control`,
+  `${NS.s} oleObjects`, `${NS.s} controls`, `${NS.s} externalReferences`, `${NS.x} FmlaMacro`,
+]); // prettier-ignore
+
+/** What a part passed the check with: the relationship ids it names. */
+export interface XmlPartReport {
+  /** Relationship id -> the first element naming it. */
+  readonly references: ReadonlyMap<string, string>;
+}
+
+/**
+ * One XML part checked as its bytes come.
+ * @throws {VerifyFailure} from `write` or `end`: `ooxml.xml-parse` when the part is not well-formed
+ *   or declares a DOCTYPE, `ooxml.active-content` when it holds an OLE/ActiveX anchor, a fetching
+ *   or running field, a formula that calls out, a defined name that runs, or a macro action.
+ */
+export class XmlPartCheck {
+  readonly #walk: XmlChunkWalk;
+  readonly #references = new Map<string, string>();
+
+  constructor(name: string) {
+    const fail = (what: string): never => {
+      throw new VerifyFailure('ooxml.active-content', `${name} still holds ${what}`);
+    };
+    const references = this.#references;
+    const fields: { instruction: string; inInstruction: boolean }[] = [];
+    let collecting: 'instr' | 'formula' | 'name' | undefined;
+    let text = '';
+    let nameAttributes: readonly XmlAttributeNode[] = [];
+    let formulaElement: XmlElementNode | undefined;
+    this.#walk = new XmlChunkWalk(name, {
+      open(element) {
+        const key = element.key;
+        if (FORBIDDEN.has(key)) fail(element.name);
+        for (const a of element.attributes) {
+          const naming = a.uri === NS.r || (a.uri === NS.o && a.local === 'relid');
+          if (naming && a.value !== '' && !references.has(a.value)) {
+            references.set(a.value, element.name);
+          }
+        }
+        if (element.uri === NS.w && element.localName === 'fldSimple') {
+          if (classifyField(attribute(element, NS.w, 'instr') ?? '') !== undefined) fail('a field');
+        } else if (element.uri === NS.w && element.localName === 'fldChar') {
+          const type = attribute(element, NS.w, 'fldCharType');
+          const top = fields.at(-1);
+          if (type === 'begin') fields.push({ instruction: '', inInstruction: true });
+          else if (top && (type === 'separate' || type === 'end')) {
+            if (top.inInstruction && classifyField(top.instruction) !== undefined) fail('a field');
+            top.inInstruction = false;
+            if (type === 'end') fields.pop();
+          }
+        } else if (element.uri === NS.w && element.localName === 'instrText') {
+          collecting = 'instr';
+        } else if (
+          (element.uri === NS.s && element.localName === 'f') ||
+          RULE_FORMULAS.has(element.key)
+        ) {
+          collecting = 'formula';
+          formulaElement = element;
+          text = '';
+        } else if (element.uri === NS.s && element.localName === 'definedName') {
+          collecting = 'name';
+          nameAttributes = element.attributes;
+          text = '';
+        } else if (element.uri === NS.a && element.localName.startsWith('hlink')) {
+          if (
+            /^ppaction:\/\/(macro|program|ole|ocx)/i.test(attribute(element, '', 'action') ?? '')
+          ) {
+            fail('a macro action');
+          }
+        }
+      },
+      text(value) {
+        if (collecting === 'instr') {
+          const top = fields.at(-1);
+          if (top?.inInstruction === true) top.instruction += value;
+        } else if (collecting !== undefined) {
+          text += value;
+        }
+      },
+      close(element) {
+        if (collecting === 'formula' && element === formulaElement) {
+          if (classifyFormula(text) !== undefined) fail('a formula that calls out');
+          collecting = undefined;
+        } else if (collecting === 'name' && element.localName === 'definedName') {
+          if (classifyDefinedName(nameAttributes, text) !== undefined)
+            fail('a defined name that runs');
+          collecting = undefined;
+        } else if (collecting === 'instr' && element.localName === 'instrText') {
+          collecting = undefined;
+        }
+      },
+    });
+  }
+
+  write(chunk: Uint8Array): void {
+    parsing(() => {
+      this.#walk.write(chunk);
+    });
+  }
+
+  end(): XmlPartReport {
+    parsing(() => {
+      this.#walk.close();
+    });
+    return { references: this.#references };
+  }
+}
+
+/** Checks a whole part at once. */
+export function checkXmlPart(bytes: Uint8Array, name: string): XmlPartReport {
+  const check = new XmlPartCheck(name);
+  check.write(bytes);
+  return check.end();
+}
+
+/**
+ * Holds the relationship ids a part names to the relationships it has.
+ * @throws {VerifyFailure} `ooxml.dangling-reference`
+ */
+export function assertReferences(
+  report: XmlPartReport,
+  ids: ReadonlySet<string>,
+  name: string,
+): void {
+  for (const [id, element] of report.references) {
+    if (!ids.has(id)) {
+      throw new VerifyFailure(
+        'ooxml.dangling-reference',
+        `${name}: ${element} names relationship ${id}, which the part does not have`,
+      );
+    }
+  }
+}
+
+/** A rejection of the XML parser is the part's failure to parse. */
+function parsing(step: () => void): void {
+  try {
+    step();
+  } catch (error) {
+    if (error instanceof Rejection) throw new VerifyFailure('ooxml.xml-parse', error.message);
+    throw error;
+  }
+}

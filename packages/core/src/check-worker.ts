@@ -7,12 +7,23 @@ import type { Hash } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 
-import type { PartCheckReply, PartCheckRequest } from './_internal/part-checks.ts';
+import type {
+  PartCheck,
+  PartCheckKind,
+  PartCheckReply,
+  PartCheckRequest,
+} from './_internal/part-checks.ts';
+import { OdfStreamCheck } from './handlers/odf/part-check.ts';
 import { XmlPartCheck } from './handlers/ooxml/part-check.ts';
 import { VerifyFailure } from './handlers/types.ts';
 
+const CHECKS: Record<PartCheckKind, new (name: string) => PartCheck> = {
+  'ooxml-xml': XmlPartCheck,
+  'odf-xml': OdfStreamCheck,
+};
+
 interface Session {
-  readonly check: XmlPartCheck;
+  readonly check: PartCheck;
   readonly hash: Hash;
   size: number;
   /** The part failed its check; later chunks are only counted off. */
@@ -30,7 +41,7 @@ function serve(port: MessagePort): void {
       switch (request.type) {
         case 'start':
           sessions.set(id, {
-            check: new XmlPartCheck(request.name),
+            check: new CHECKS[request.kind](request.name),
             hash: createHash('sha256'),
             size: 0,
             failure: undefined,

@@ -18,6 +18,8 @@ export interface PackageMember {
   /** Name as stored in the zip, without a leading slash. */
   readonly name: string;
   readonly compressionMethod: number;
+  /** Size its record declares (reading holds the member to it). */
+  readonly size: number;
   /**
    * Inflates the member. The first read counts it against the content budget and scans it; a
    * threat found then refuses the package (with every threat of the members read so far).
@@ -88,6 +90,7 @@ export async function withOfficePackage<T>(
       .map((member) => ({
         name: member.name,
         compressionMethod: member.compressionMethod,
+        size: member.uncompressedSize,
         read: async () => {
           const data = await inflate(member);
           if (threats.size > 0) throw threatRejection();

@@ -1,8 +1,11 @@
-import { buildWordDocument } from '@disarm/fixtures';
+import { buildOdt, buildWordDocument } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../disarm.ts';
 import { formatForFileName } from '../formats.ts';
+import { checkOdfStream } from '../handlers/odf/part-check.ts';
+import { rebuildOdf } from '../handlers/odf/rebuild.ts';
+import { verifyOdf } from '../handlers/odf/verify.ts';
 import { rebuildOoxml } from '../handlers/ooxml/rebuild.ts';
 import { checkXmlPart } from '../handlers/ooxml/part-check.ts';
 import { verifyOoxml } from '../handlers/ooxml/verify.ts';
@@ -13,7 +16,7 @@ import { cleaned } from '../test-support.ts';
 import { sha256Hex } from './bytes.ts';
 import { DecodeGate } from './concurrency.ts';
 import { startPartCheck } from './part-checks.ts';
-import type { PartCheckResult, PartCheckSession } from './part-checks.ts';
+import type { PartCheckKind, PartCheckResult, PartCheckSession } from './part-checks.ts';
 import { openZip, readMember } from './zip-reader.ts';
 
 const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
@@ -24,8 +27,8 @@ const documentXml = (body: string): Buffer =>
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="${W}" xmlns:r="${R}"><w:body>${body}</w:body></w:document>`,
   );
 
-function session(name = '/word/document.xml'): PartCheckSession {
-  const started = startPartCheck('ooxml-xml', name);
+function session(name = '/word/document.xml', kind: PartCheckKind = 'ooxml-xml'): PartCheckSession {
+  const started = startPartCheck(kind, name);
   if (!started) throw new Error('check workers must start here');
   return started;
 }
@@ -110,6 +113,103 @@ describe('part checks in worker threads', () => {
     aborted.abort();
     await expect(aborted.result).rejects.toThrow(/aborted/);
     expect(await verdict(parts.benign ?? Buffer.alloc(0), 50)).toMatchObject({ status: 'checked' });
+  });
+});
+
+describe('ODF stream checks in worker threads', () => {
+  const NS =
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:script="urn:oasis:names:tc:opendocument:xmlns:script:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"';
+  const content = (body: string): Buffer =>
+    Buffer.from(
+      `<?xml version="1.0" encoding="UTF-8"?><office:document-content ${NS}><office:body><office:text>${body}</office:text></office:body></office:document-content>`,
+    );
+  const streams: Record<string, Buffer> = {
+    benign: content(
+      '<text:p>Grüße <text:a xlink:href="https://example.com/">link</text:a></text:p><draw:frame><draw:image xlink:href="Pictures/a.png"/></draw:frame>',
+    ),
+    scriptUrl: content(
+      '<text:p><text:a xlink:href="vnd.sun.star.script:Standard.Module1.Main?language=Basic">x</text:a></text:p>',
+    ),
+    listeners: content('<office:event-listeners/><text:p/>'),
+    fileLink: content('<text:p><text:a xlink:href="file:///etc/passwd">x</text:a></text:p>'),
+    malformed: content('<text:p>'),
+  };
+
+  it.each(Object.keys(streams))(
+    'reaches the verdict the main thread reaches on the %s stream, whatever the chunk boundaries',
+    async (kind) => {
+      const bytes = streams[kind] ?? Buffer.alloc(0);
+      let expected: PartCheckResult;
+      try {
+        const report = checkOdfStream(bytes, 'content.xml');
+        expected = {
+          status: 'checked',
+          size: bytes.length,
+          sha256: sha256Hex(bytes),
+          references: report.references,
+        };
+      } catch (error) {
+        if (!(error instanceof VerifyFailure)) throw error;
+        expected = { status: 'failed', check: error.check, message: error.message };
+      }
+      for (const size of [1, 7, bytes.length]) {
+        const check = session('content.xml', 'odf-xml');
+        for (let at = 0; at < bytes.length; at += size) {
+          await check.write(bytes.subarray(at, at + size));
+        }
+        check.end();
+        expect(await check.result, `chunks of ${size}`).toEqual(expected);
+      }
+      if (kind === 'benign') {
+        expect(expected).toMatchObject({
+          references: new Map([['Pictures/a.png', 'Pictures/a.png']]),
+        });
+      }
+    },
+  );
+
+  it('the rebuild of a long text has content.xml checked by a worker, and verify takes it', async () => {
+    const texts = Array.from({ length: 20_000 }, (_, i) => `paragraph ${i} of the long text`);
+    const input = await buildOdt({ texts, scripts: true, basic: true });
+    const format = formatForFileName('a.odt');
+    if (!format) throw new Error('odt is allowlisted');
+    const output = await rebuildOdf({ bytes: input, fileName: 'a.odt', format }, engineContext());
+    const listing = await openZip(output.bytes, 100);
+    const member = listing.members.find((m) => m.name === 'content.xml');
+    if (!member) throw new Error('no content.xml');
+    const written = await readMember(listing, member, 1 << 26, member.name);
+    listing.file.close();
+    expect(written.length).toBeGreaterThan(256 * 1024);
+    expect(await output.checkedParts?.get('content.xml')).toMatchObject({
+      status: 'checked',
+      size: written.length,
+      sha256: sha256Hex(written),
+    });
+    const verdicts = output.checkedParts;
+    await expect(
+      verifyOdf(
+        verdicts ? { bytes: output.bytes, findings: [], checkedParts: verdicts } : output,
+        {} as DetectedFile,
+        engineContext(),
+      ),
+    ).resolves.toBeUndefined();
+    // A verdict on other bytes fails verify.
+    const other = session('content.xml', 'odf-xml');
+    await other.write(
+      Buffer.from(Buffer.from(written).toString().replace('paragraph 7 ', 'paragraph X ')),
+    );
+    other.end();
+    await expect(
+      verifyOdf(
+        {
+          bytes: output.bytes,
+          findings: [],
+          checkedParts: new Map([['content.xml', other.result]]),
+        },
+        {} as DetectedFile,
+        engineContext(),
+      ),
+    ).rejects.toMatchObject({ check: 'odf.zip' });
   });
 });
 

@@ -16,8 +16,29 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
-/** The checks a worker can run. */
-export type PartCheckKind = 'ooxml-xml';
+import { VerifyFailure } from '../handlers/types.ts';
+import { sha256Hex } from './bytes.ts';
+
+/** The checks a worker can run: an OOXML XML part, an ODF XML stream. */
+export type PartCheckKind = 'ooxml-xml' | 'odf-xml';
+
+/** What a part passed its check with: what it names that only the package can resolve. */
+export interface PartReport {
+  /**
+   * OOXML: relationship id -> the first element naming it. ODF: package path -> the first link
+   * to it, as written.
+   */
+  readonly references: ReadonlyMap<string, string>;
+}
+
+/**
+ * One part checked as its bytes come, on whichever thread.
+ * @throws {VerifyFailure} from `write` or `end`, the part's failure.
+ */
+export interface PartCheck {
+  write(chunk: Uint8Array): void;
+  end(): PartReport;
+}
 
 /** A worker's verdict on one part's bytes. */
 export type PartCheckResult =
@@ -25,8 +46,7 @@ export type PartCheckResult =
       readonly status: 'checked';
       readonly size: number;
       readonly sha256: string;
-      /** Relationship id -> the first element naming it. */
-      readonly references: ReadonlyMap<string, string>;
+      readonly references: PartReport['references'];
     }
   | { readonly status: 'failed'; readonly check: string; readonly message: string };
 
@@ -110,7 +130,8 @@ class CheckWorker {
   constructor(onGone: (worker: CheckWorker, healthy: boolean) => void) {
     this.#onGone = onGone;
     this.#worker = startWorker();
-    this.#worker.unref();
+    // Ended when no part comes within the idle time (it may have been started ahead).
+    this.#rest();
     this.#worker.on('message', (reply: PartCheckReply) => {
       this.#receive(reply);
     });
@@ -129,8 +150,9 @@ class CheckWorker {
     return load;
   }
 
+  /** Broken, exited, or ending for being idle: takes no new part. */
   get gone(): boolean {
-    return this.#gone;
+    return this.#gone || this.#retired;
   }
 
   start(id: number, kind: PartCheckKind, name: string): PartCheckSession {
@@ -267,6 +289,16 @@ class CheckPool {
   /** Set once a worker could not be started or died: parts are then checked on the main thread. */
   #unavailable = false;
 
+  /** Starts a worker if none is running, so that its start-up overlaps other work. */
+  prepare(): void {
+    if (this.#unavailable || this.#workers.some((worker) => !worker.gone)) return;
+    try {
+      this.#pick();
+    } catch {
+      this.#unavailable = true;
+    }
+  }
+
   start(kind: PartCheckKind, name: string): PartCheckSession | undefined {
     if (this.#unavailable) return undefined;
     let worker: CheckWorker | undefined;
@@ -310,4 +342,73 @@ const pool = new CheckPool();
  */
 export function startPartCheck(kind: PartCheckKind, name: string): PartCheckSession | undefined {
   return pool.start(kind, name);
+}
+
+/**
+ * Starts a check worker ahead of its first part (a worker takes tens of milliseconds to start),
+ * for a caller that knows a part large enough for one is coming.
+ */
+export function preparePartChecks(): void {
+  pool.prepare();
+}
+
+/**
+ * A part's chunks, each handed to a check worker as it is handed on to the zip writer; the
+ * worker's verdict is kept in `verdicts` under `key` for verify before release. A part of one
+ * chunk is left to verify: checking it there costs less than a worker's turn.
+ */
+export async function* checkedWhileWritten(
+  chunks: AsyncIterable<Uint8Array>,
+  kind: PartCheckKind,
+  name: string,
+  verdicts: Map<string, Promise<PartCheckResult>>,
+  key: string,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  let first: Uint8Array | undefined;
+  let session: PartCheckSession | undefined;
+  let complete = false;
+  try {
+    for await (const chunk of chunks) {
+      if (first === undefined && session === undefined) {
+        first = chunk;
+        continue;
+      }
+      if (first !== undefined) {
+        session = startPartCheck(kind, name);
+        if (session) verdicts.set(key, session.result);
+        await session?.write(first);
+        yield first;
+        first = undefined;
+      }
+      await session?.write(chunk);
+      yield chunk;
+    }
+    if (first !== undefined) yield first;
+    complete = true;
+    session?.end();
+  } finally {
+    if (!complete) session?.abort();
+  }
+}
+
+/**
+ * A check worker's verdict on a part, taken only for the very bytes the package holds: their
+ * SHA-256 and size must be those the worker parsed. `undefined` when there is no verdict to take
+ * (none was reached, or the worker broke): the caller then checks the part itself.
+ * @throws {VerifyFailure} the part's failure as the worker found it; `zipCheck` when the member
+ *   is not the bytes the worker checked.
+ */
+export async function verdictOn(
+  verdict: Promise<PartCheckResult> | undefined,
+  bytes: Uint8Array,
+  name: string,
+  zipCheck: string,
+): Promise<PartReport | undefined> {
+  const result = await verdict?.catch(() => undefined);
+  if (result === undefined) return undefined;
+  if (result.status === 'failed') throw new VerifyFailure(result.check, result.message);
+  if (result.size !== bytes.length || result.sha256 !== sha256Hex(bytes)) {
+    throw new VerifyFailure(zipCheck, `${name} is not the part that was checked as written`);
+  }
+  return { references: result.references };
 }

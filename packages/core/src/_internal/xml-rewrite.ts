@@ -304,7 +304,7 @@ interface Frame {
 }
 
 /** Output handed on in chunks of at least this many bytes while a part is rewritten. */
-const CHUNK_BYTES = 256 * 1024;
+export const CHUNK_BYTES = 256 * 1024;
 
 /** Text collected before it is encoded: one native call per this many UTF-16 units, not per tag. */
 const ENCODE_EVERY = 64 * 1024;

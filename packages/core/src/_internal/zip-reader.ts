@@ -221,10 +221,6 @@ function inflateMember(
 ): Promise<Uint8Array> {
   // Inflating stops at the declared size (a member that lies about it is corrupt) or at the
   // ceiling, whichever is smaller; `readMember` refused a declared size past the ceiling.
-  const lies = new Rejection(
-    'invalid_file',
-    `the archive is corrupt: ${what} inflates past the ${declaredSize} bytes its record declares`,
-  );
   return new Promise((resolve, rejectInflate) => {
     inflateRaw(
       raw,
@@ -236,7 +232,12 @@ function inflateMember(
       (error, data) => {
         if (!error) resolve(data);
         else if (error instanceof RangeError || /larger than/i.test(error.message)) {
-          rejectInflate(lies);
+          rejectInflate(
+            new Rejection(
+              'invalid_file',
+              `the archive is corrupt: ${what} inflates past the ${declaredSize} bytes its record declares`,
+            ),
+          );
         } else {
           rejectInflate(new Rejection('invalid_file', `the archive is corrupt: ${error.message}`));
         }

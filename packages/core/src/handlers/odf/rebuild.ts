@@ -7,6 +7,8 @@ import {
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { paceWith, walkXml } from '../../_internal/xml-rewrite.ts';
+import { checkedWhileWritten } from '../../_internal/part-checks.ts';
+import type { PartCheckResult } from '../../_internal/part-checks.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { DisarmError } from '../../errors.ts';
@@ -129,23 +131,26 @@ async function rebuildPackage(
     },
   ];
   const manifest: [string, string][] = [];
+  const checkedParts = new Map<string, Promise<PartCheckResult>>();
   let version = '1.2';
   for (const stream of ODF_STREAMS) {
     const member = pkg.byFoldedName.get(stream);
     if (member?.name !== stream) continue;
+    const rewritten = async function* (): AsyncGenerator<Uint8Array, void, undefined> {
+      const source = await member.read();
+      if (stream === 'content.xml') version = officeVersion(source);
+      yield* rewriteOdfStream(
+        source,
+        stream,
+        { images: kept, meta: stream === 'meta.xml', findings },
+        pace,
+      );
+    };
     // Each stream is read, rewritten and deflated when the writer reaches it: one at a time.
     entries.push({
       path: stream,
-      bytes: async function* () {
-        const source = await member.read();
-        if (stream === 'content.xml') version = officeVersion(source);
-        yield* rewriteOdfStream(
-          source,
-          stream,
-          { images: kept, meta: stream === 'meta.xml', findings },
-          pace,
-        );
-      },
+      // Checked in a worker while written, for verify before release.
+      bytes: () => checkedWhileWritten(rewritten(), 'odf-xml', stream, checkedParts, stream),
       modifiedAt: PACKAGE_TIME,
       compress: true,
     });
@@ -168,7 +173,7 @@ async function rebuildPackage(
     modifiedAt: PACKAGE_TIME,
     compress: true,
   });
-  return { bytes: await writeZip(entries), findings: findings.toArray() };
+  return { bytes: await writeZip(entries), findings: findings.toArray(), checkedParts };
 }
 
 /** ODF 1.3 Part 2 §3.3: the `mimetype` stream (or the manifest's root entry) names the type. */

@@ -1,10 +1,11 @@
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { verdictOn } from '../../_internal/part-checks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
 import { COMPRESSION_STORED, matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
-import { internalPath, ODF_DROPPED, ODF_NS, ODF_UNWRAPPED, SCRIPT_URL } from './content.ts';
+import { ODF_NS } from './content.ts';
+import { checkOdfStream } from './part-check.ts';
 import { ODF_IMAGE_TYPES, ODF_STREAMS, TEXT_MEDIA_TYPES } from './rebuild.ts';
 
 /**
@@ -78,26 +79,15 @@ export async function verifyOdf(
           throw new VerifyFailure('odf.part-allowlist', 'no content.xml');
         continue;
       }
-      checkStream(await read(stream), stream, (element) => {
-        const key = element.key;
-        if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
-          throw new VerifyFailure('odf.active-content', `${stream} still holds ${element.name}`);
-        }
-        for (const attribute of element.attributes) {
-          if (SCRIPT_URL.test(attribute.value)) {
-            throw new VerifyFailure('odf.active-content', `${stream} still holds a script URL`);
-          }
-          if (attribute.uri !== ODF_NS.xlink || attribute.local !== 'href') continue;
-          const path = internalPath(attribute.value);
-          const safe =
-            path === undefined
-              ? attribute.value.trim().startsWith('#') ||
-                (element.localName === 'a' && isSafeHyperlink(attribute.value))
-              : members.has(path);
-          if (!safe)
-            throw new VerifyFailure('odf.active-content', `${stream} links ${attribute.value}`);
-        }
-      });
+      const bytes = await read(stream);
+      if (!bytes) throw new VerifyFailure('odf.part-allowlist', `no ${stream}`);
+      const report =
+        (await verdictOn(output.checkedParts?.get(stream), bytes, stream, 'odf.zip')) ??
+        checkOdfStream(bytes, stream);
+      for (const [path, link] of report.references) {
+        if (!members.has(path))
+          throw new VerifyFailure('odf.active-content', `${stream} links ${link}`);
+      }
     }
     for (const name of members.keys()) {
       if (name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') await read(name);

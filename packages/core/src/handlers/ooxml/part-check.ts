@@ -3,9 +3,11 @@
  * without a DTD and holds nothing that runs or fetches. It reads a part in chunks, so the same
  * check runs on the main thread over a part read back from the written package, or in a check
  * worker over the chunks of a part while it is being written (see `_internal/part-checks.ts`).
- * Which relationships the part may name is known only from the package, so the check collects the
- * ids it names and {@link assertReferences} holds them to the part's relationships afterwards.
+ * Which relationships the part may name is known only from the package, so the check reports the
+ * ids it names (relationship id -> the first element naming it) and {@link assertReferences}
+ * holds them to the part's relationships afterwards.
  */
+import type { PartCheck, PartReport } from '../../_internal/part-checks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { XmlChunkWalk } from '../../_internal/xml-rewrite.ts';
 import type { XmlAttributeNode, XmlElementNode } from '../../_internal/xml-rewrite.ts';
@@ -26,19 +28,13 @@ const FORBIDDEN = new Set([
   `${NS.s} oleObjects`, `${NS.s} controls`, `${NS.s} externalReferences`, `${NS.x} FmlaMacro`,
 ]); // prettier-ignore
 
-/** What a part passed the check with: the relationship ids it names. */
-export interface XmlPartReport {
-  /** Relationship id -> the first element naming it. */
-  readonly references: ReadonlyMap<string, string>;
-}
-
 /**
  * One XML part checked as its bytes come.
  * @throws {VerifyFailure} from `write` or `end`: `ooxml.xml-parse` when the part is not well-formed
  *   or declares a DOCTYPE, `ooxml.active-content` when it holds an OLE/ActiveX anchor, a fetching
  *   or running field, a formula that calls out, a defined name that runs, or a macro action.
  */
-export class XmlPartCheck {
+export class XmlPartCheck implements PartCheck {
   readonly #walk: XmlChunkWalk;
   readonly #references = new Map<string, string>();
 
@@ -123,7 +119,7 @@ export class XmlPartCheck {
     });
   }
 
-  end(): XmlPartReport {
+  end(): PartReport {
     parsing(() => {
       this.#walk.close();
     });
@@ -132,7 +128,7 @@ export class XmlPartCheck {
 }
 
 /** Checks a whole part at once. */
-export function checkXmlPart(bytes: Uint8Array, name: string): XmlPartReport {
+export function checkXmlPart(bytes: Uint8Array, name: string): PartReport {
   const check = new XmlPartCheck(name);
   check.write(bytes);
   return check.end();
@@ -142,11 +138,7 @@ export function checkXmlPart(bytes: Uint8Array, name: string): XmlPartReport {
  * Holds the relationship ids a part names to the relationships it has.
  * @throws {VerifyFailure} `ooxml.dangling-reference`
  */
-export function assertReferences(
-  report: XmlPartReport,
-  ids: ReadonlySet<string>,
-  name: string,
-): void {
+export function assertReferences(report: PartReport, ids: ReadonlySet<string>, name: string): void {
   for (const [id, element] of report.references) {
     if (!ids.has(id)) {
       throw new VerifyFailure(

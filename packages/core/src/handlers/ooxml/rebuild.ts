@@ -6,10 +6,10 @@ import {
   withOfficePackage,
 } from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
-import { startPartCheck } from '../../_internal/part-checks.ts';
-import type { PartCheckResult, PartCheckSession } from '../../_internal/part-checks.ts';
+import { checkedWhileWritten, preparePartChecks } from '../../_internal/part-checks.ts';
+import type { PartCheckResult } from '../../_internal/part-checks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
+import { CHUNK_BYTES, collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
@@ -88,6 +88,8 @@ async function rebuildPackage(
   const typesMember = memberOf(pkg, '/[Content_Types].xml');
   if (!typesMember) throw new Rejection('invalid_file', `${what} has no [Content_Types].xml`);
   const types = parseContentTypes(await typesMember.read(), 'the content types part');
+  // A part that will be written in more than one chunk is checked in a worker: start it now.
+  if (pkg.members.some((member) => member.size > CHUNK_BYTES)) preparePartChecks();
   const findings = new FindingTally();
   const walk = new PackageWalk(pkg, types, findings, context);
   await walk.run();
@@ -107,46 +109,15 @@ async function rebuildPackage(
     const chunks = partBytes(part, findings, context);
     const contentType = part.contentType.toLowerCase();
     if (!isXmlType(contentType) || isBinaryPartType(contentType)) return chunks;
-    return checkedWhileWritten(chunks, part.name, checkedParts);
+    return checkedWhileWritten(
+      chunks,
+      'ooxml-xml',
+      part.name,
+      checkedParts,
+      part.name.slice(1).toLowerCase(),
+    );
   });
   return { bytes, findings: findings.toArray(), checkedParts };
-}
-
-/**
- * A part's chunks, each handed to a check worker as it is handed to the zip writer; the worker's
- * verdict is kept for verify before release under the part's lower-cased member name. A part of
- * one chunk (under 256 KB) is left to verify: checking it there costs less than a worker's turn.
- */
-async function* checkedWhileWritten(
-  chunks: AsyncIterable<Uint8Array>,
-  name: string,
-  verdicts: Map<string, Promise<PartCheckResult>>,
-): AsyncGenerator<Uint8Array, void, undefined> {
-  let first: Uint8Array | undefined;
-  let session: PartCheckSession | undefined;
-  let complete = false;
-  try {
-    for await (const chunk of chunks) {
-      if (first === undefined && session === undefined) {
-        first = chunk;
-        continue;
-      }
-      if (first !== undefined) {
-        session = startPartCheck('ooxml-xml', name);
-        if (session) verdicts.set(name.slice(1).toLowerCase(), session.result);
-        await session?.write(first);
-        yield first;
-        first = undefined;
-      }
-      await session?.write(chunk);
-      yield chunk;
-    }
-    if (first !== undefined) yield first;
-    complete = true;
-    session?.end();
-  } finally {
-    if (!complete) session?.abort();
-  }
 }
 
 /** The bytes a kept part is written with: XML and binary parts rewritten, images as rebuilt. */

@@ -1,14 +1,12 @@
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { sha256Hex } from '../../_internal/bytes.ts';
-import type { PartCheckResult } from '../../_internal/part-checks.ts';
+import { verdictOn } from '../../_internal/part-checks.ts';
 import { matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { ZipMember } from '../../_internal/zip-reader.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { assertReferences, checkXmlPart } from './part-check.ts';
-import type { XmlPartReport } from './part-check.ts';
 import {
   contentTypeOf,
   parseContentTypes,
@@ -169,7 +167,7 @@ export async function verifyOoxml(
         checkBinaryPart(bytes, `/${name}`, contentType, ids);
       } else {
         const report =
-          (await verdictOn(output.checkedParts?.get(name), bytes, `/${name}`)) ??
+          (await verdictOn(output.checkedParts?.get(name), bytes, `/${name}`, 'ooxml.zip')) ??
           checkXmlPart(bytes, `/${name}`);
         assertReferences(report, ids, `/${name}`);
       }
@@ -177,27 +175,6 @@ export async function verifyOoxml(
   } finally {
     listing.file.close();
   }
-}
-
-/**
- * A check worker's verdict on a part, taken only for the very bytes the package holds: their
- * SHA-256 and size must be those the worker parsed. `undefined` when there is no verdict to take
- * (none was reached, or the worker broke): the part is then checked here.
- * @throws {VerifyFailure} the part's failure, as the worker found it; `ooxml.zip` when the member
- *   is not the bytes the worker checked.
- */
-async function verdictOn(
-  verdict: Promise<PartCheckResult> | undefined,
-  bytes: Uint8Array,
-  name: string,
-): Promise<XmlPartReport | undefined> {
-  const result = await verdict?.catch(() => undefined);
-  if (result === undefined) return undefined;
-  if (result.status === 'failed') throw new VerifyFailure(result.check, result.message);
-  if (result.size !== bytes.length || result.sha256 !== sha256Hex(bytes)) {
-    throw new VerifyFailure('ooxml.zip', `${name} is not the part that was checked as written`);
-  }
-  return { references: result.references };
 }
 
 function guard<T>(check: string, read: () => T): T {

@@ -2,7 +2,9 @@ import type { FindingTally } from '../findings.ts';
 import type { DetectedFile, EngineContext, FileInput } from '../handlers/types.ts';
 import { assertExpansionRatio, formatBytes } from '../limits.ts';
 import { sha256Hex } from './bytes.ts';
+import { preparePartChecks } from './part-checks.ts';
 import { Rejection } from './rejection.ts';
+import { CHUNK_BYTES } from './xml-rewrite.ts';
 import {
   compressionName,
   COMPRESSION_DEFLATED,
@@ -235,5 +237,15 @@ export async function rebuildPackageImage(
     if (error.reason === 'threat_detected' || error.reason === 'file_too_large') throw error;
     findings.add('hidden-data');
     return undefined;
+  }
+}
+
+/**
+ * Starts a check worker ahead when an XML member is large enough to be rewritten in more than one
+ * chunk (such parts are checked in a worker while written), so its start-up overlaps the walk.
+ */
+export function prepareChecksFor(pkg: OfficePackage): void {
+  if (pkg.members.some((member) => member.size > CHUNK_BYTES && /\.xml$/i.test(member.name))) {
+    preparePartChecks();
   }
 }

@@ -1,6 +1,7 @@
 import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.ts';
 import {
   PACKAGE_TIME,
+  prepareChecksFor,
   rebuildPackageImage,
   withOfficePackage,
 } from '../../_internal/package-zip.ts';
@@ -67,6 +68,7 @@ async function rebuildPackage(
   what: string,
 ): Promise<HandlerOutput> {
   const mediaType = await readMediaType(pkg, what);
+  prepareChecksFor(pkg);
   const findings = new FindingTally();
   const images = new Map<string, Uint8Array>();
   const countedObjects = new Set<string>();

@@ -2,14 +2,15 @@ import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.
 import {
   isSafeHyperlink,
   PACKAGE_TIME,
+  prepareChecksFor,
   rebuildPackageImage,
   withOfficePackage,
 } from '../../_internal/package-zip.ts';
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
-import { checkedWhileWritten, preparePartChecks } from '../../_internal/part-checks.ts';
+import { checkedWhileWritten } from '../../_internal/part-checks.ts';
 import type { PartCheckResult } from '../../_internal/part-checks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { CHUNK_BYTES, collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
+import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
@@ -88,8 +89,7 @@ async function rebuildPackage(
   const typesMember = memberOf(pkg, '/[Content_Types].xml');
   if (!typesMember) throw new Rejection('invalid_file', `${what} has no [Content_Types].xml`);
   const types = parseContentTypes(await typesMember.read(), 'the content types part');
-  // A part that will be written in more than one chunk is checked in a worker: start it now.
-  if (pkg.members.some((member) => member.size > CHUNK_BYTES)) preparePartChecks();
+  prepareChecksFor(pkg);
   const findings = new FindingTally();
   const walk = new PackageWalk(pkg, types, findings, context);
   await walk.run();

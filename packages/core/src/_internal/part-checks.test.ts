@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
 import { buildOdt, buildWordDocument } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
@@ -15,9 +19,12 @@ import { DEFAULT_LIMITS, Deadline, EntryBudget, ExpansionBudget } from '../limit
 import { cleaned } from '../test-support.ts';
 import { sha256Hex } from './bytes.ts';
 import { DecodeGate } from './concurrency.ts';
-import { startPartCheck } from './part-checks.ts';
+import { startPartCheck, WORKER_OPTIONS } from './part-checks.ts';
 import type { PartCheckKind, PartCheckResult, PartCheckSession } from './part-checks.ts';
 import { openZip, readMember } from './zip-reader.ts';
+
+/** The worker as the package ships it (`npm test` builds before it tests). */
+const BUILT_WORKER = fileURLToPath(new URL('../../dist/check-worker.mjs', import.meta.url));
 
 const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
 const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
@@ -106,6 +113,28 @@ describe('part checks in worker threads', () => {
       check: 'ooxml.active-content',
     });
   });
+
+  it.skipIf(!existsSync(BUILT_WORKER))(
+    'the built worker starts whatever options the process was started with (`node --input-type=module -e`)',
+    () => {
+      // A worker inherits its parent's command line unless told otherwise; `--input-type` stops
+      // a worker module from loading.
+      const script = [
+        "import { Worker } from 'node:worker_threads';",
+        `const worker = new Worker(new URL(${JSON.stringify(pathToFileURL(BUILT_WORKER).href)}), ${JSON.stringify(WORKER_OPTIONS)});`,
+        "worker.on('error', (error) => { process.stdout.write(error.message); process.exit(1); });",
+        "worker.on('message', (reply) => { if (reply.type === 'done') { process.stdout.write(reply.result.status); process.exit(0); } });",
+        "worker.postMessage({ type: 'start', id: 1, kind: 'ooxml-xml', name: '/a.xml' });",
+        "worker.postMessage({ type: 'chunk', id: 1, bytes: new TextEncoder().encode('<a/>') });",
+        "worker.postMessage({ type: 'end', id: 1 });",
+      ].join('\n');
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(child.stdout).toBe('checked');
+    },
+  );
 
   it('gives no verdict on an aborted part, and keeps serving the next', async () => {
     const aborted = session();

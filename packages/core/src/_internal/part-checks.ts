@@ -266,8 +266,15 @@ class CheckWorker {
   }
 }
 
+/**
+ * Nothing of the parent's command line: a worker inherits it by default, and options such as
+ * `--input-type` (a parent started with `node --input-type=module -e ...`) stop it loading.
+ */
+export const WORKER_OPTIONS = Object.freeze({ execArgv: [] as string[] });
+
 function startWorker(): Worker {
-  if (!FROM_SOURCE) return new Worker(WORKER_MODULE);
+  const options = { ...WORKER_OPTIONS };
+  if (!FROM_SOURCE) return new Worker(WORKER_MODULE, options);
   // TypeScript source (tests, development): tsx registers its loader in the worker first.
   const tsxApi = pathToFileURL(
     createRequire(import.meta.url)
@@ -279,7 +286,7 @@ function startWorker(): Worker {
     'register();',
     `await import(${JSON.stringify(WORKER_MODULE.href)});`,
   ].join('\n');
-  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`));
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`), options);
 }
 
 /** The pool: workers are started on first use and end when idle or broken. */

@@ -243,13 +243,13 @@ describe('ODF stream checks in worker threads', () => {
 });
 
 /** A real engine context, as `disarm()` makes one. */
-function engineContext(): EngineContext {
+function engineContext(timeoutMs = DEFAULT_LIMITS.timeoutMs): EngineContext {
   const limits = DEFAULT_LIMITS;
   const context: EngineContext = {
     limits,
     policy: {},
     scanners: [],
-    deadline: new Deadline(limits.timeoutMs),
+    deadline: new Deadline(timeoutMs),
     budget: new ExpansionBudget(limits.maxBytes),
     entries: new EntryBudget(limits.maxEntries),
     decodes: new DecodeGate(limits.maxDecodeBytes),
@@ -346,5 +346,16 @@ describe("verify before release and the workers' verdicts", () => {
     const broken = Promise.reject(new Error('the check worker is gone'));
     broken.catch(() => undefined);
     expect(await verifyCheck(bytes, new Map([['word/document.xml', broken]]))).toBe('passed');
+    // A worker that never answers holds verify no longer than the file's deadline.
+    const never = new Promise<PartCheckResult>(() => undefined);
+    const started = Date.now();
+    await expect(
+      verifyOoxml(
+        { bytes, findings: [], checkedParts: new Map([['word/document.xml', never]]) },
+        {} as DetectedFile,
+        engineContext(300),
+      ),
+    ).rejects.toMatchObject({ code: 'ERR_TIMEOUT' });
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });

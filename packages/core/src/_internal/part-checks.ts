@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
 import { VerifyFailure } from '../handlers/types.ts';
+import type { Deadline } from '../limits.ts';
 import { sha256Hex } from './bytes.ts';
 
 /** The checks a worker can run: an OOXML XML part, an ODF XML stream. */
@@ -370,6 +371,7 @@ export async function* checkedWhileWritten(
   name: string,
   verdicts: Map<string, Promise<PartCheckResult>>,
   key: string,
+  deadline: Pick<Deadline, 'race'>,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   let first: Uint8Array | undefined;
   let session: PartCheckSession | undefined;
@@ -383,11 +385,12 @@ export async function* checkedWhileWritten(
       if (first !== undefined) {
         session = startPartCheck(kind, name);
         if (session) verdicts.set(key, session.result);
-        await session?.write(first);
+        // A worker that stops answering must not hold the rewrite past the file's deadline.
+        if (session) await deadline.race(session.write(first));
         yield first;
         first = undefined;
       }
-      await session?.write(chunk);
+      if (session) await deadline.race(session.write(chunk));
       yield chunk;
     }
     if (first !== undefined) yield first;
@@ -404,14 +407,18 @@ export async function* checkedWhileWritten(
  * (none was reached, or the worker broke): the caller then checks the part itself.
  * @throws {VerifyFailure} the part's failure as the worker found it; `zipCheck` when the member
  *   is not the bytes the worker checked.
+ * @throws {DisarmError} `ERR_TIMEOUT` when the deadline passes first.
  */
 export async function verdictOn(
   verdict: Promise<PartCheckResult> | undefined,
   bytes: Uint8Array,
   name: string,
   zipCheck: string,
+  deadline: Pick<Deadline, 'race'>,
 ): Promise<PartReport | undefined> {
-  const result = await verdict?.catch(() => undefined);
+  if (verdict === undefined) return undefined;
+  // Waited for no longer than the file's deadline (ERR_TIMEOUT), like any other step.
+  const result = await deadline.race(verdict.catch(() => undefined));
   if (result === undefined) return undefined;
   if (result.status === 'failed') throw new VerifyFailure(result.check, result.message);
   if (result.size !== bytes.length || result.sha256 !== sha256Hex(bytes)) {

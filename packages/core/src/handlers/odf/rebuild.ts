@@ -152,7 +152,8 @@ async function rebuildPackage(
     entries.push({
       path: stream,
       // Checked in a worker while written, for verify before release.
-      bytes: () => checkedWhileWritten(rewritten(), 'odf-xml', stream, checkedParts, stream),
+      bytes: () =>
+        checkedWhileWritten(rewritten(), 'odf-xml', stream, checkedParts, stream, context.deadline),
       modifiedAt: PACKAGE_TIME,
       compress: true,
     });

@@ -82,8 +82,13 @@ export async function verifyOdf(
       const bytes = await read(stream);
       if (!bytes) throw new VerifyFailure('odf.part-allowlist', `no ${stream}`);
       const report =
-        (await verdictOn(output.checkedParts?.get(stream), bytes, stream, 'odf.zip')) ??
-        checkOdfStream(bytes, stream);
+        (await verdictOn(
+          output.checkedParts?.get(stream),
+          bytes,
+          stream,
+          'odf.zip',
+          context.deadline,
+        )) ?? checkOdfStream(bytes, stream);
       for (const [path, link] of report.references) {
         if (!members.has(path))
           throw new VerifyFailure('odf.active-content', `${stream} links ${link}`);

@@ -115,6 +115,7 @@ async function rebuildPackage(
       part.name,
       checkedParts,
       part.name.slice(1).toLowerCase(),
+      context.deadline,
     );
   });
   return { bytes, findings: findings.toArray(), checkedParts };

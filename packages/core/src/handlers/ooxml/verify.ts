@@ -167,8 +167,13 @@ export async function verifyOoxml(
         checkBinaryPart(bytes, `/${name}`, contentType, ids);
       } else {
         const report =
-          (await verdictOn(output.checkedParts?.get(name), bytes, `/${name}`, 'ooxml.zip')) ??
-          checkXmlPart(bytes, `/${name}`);
+          (await verdictOn(
+            output.checkedParts?.get(name),
+            bytes,
+            `/${name}`,
+            'ooxml.zip',
+            context.deadline,
+          )) ?? checkXmlPart(bytes, `/${name}`);
         assertReferences(report, ids, `/${name}`);
       }
     }

@@ -245,6 +245,7 @@ class CheckWorker {
   }
 
   #rest(): void {
+    clearTimeout(this.#idle);
     this.#worker.unref();
     this.#idle = setTimeout(() => {
       if (this.#sessions.size > 0) return;

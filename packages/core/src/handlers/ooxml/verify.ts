@@ -32,6 +32,9 @@ import {
 import { screenFormulas } from './xlsb-formulas.ts';
 import { parseRecords, RT } from './xlsb-records.ts';
 
+/** Bytes of members verify inflates ahead of the one it checks (beyond the next one). */
+const READ_AHEAD_BYTES = 16 * 1024 * 1024;
+
 /**
  * OOXML checks of verify before release. The written package is re-listed with yauzl and its
  * parts re-read with saxes, independently of the writer: every member has an allowlisted content
@@ -135,18 +138,29 @@ export async function verifyOoxml(
         }
       }
     }
-    // Every member is inflated and its CRC-32 checked, the next one while this one is read.
+    // Every member is inflated and its CRC-32 checked. Members are inflated ahead while one is
+    // checked: always the next, and further ones while those inflated ahead stay within
+    // READ_AHEAD_BYTES (many small parts inflate side by side on the thread pool).
     const listed = [...members];
-    const inflate = ([name, member]: [string, ZipMember]): Promise<Uint8Array> => {
-      const reading = Promise.resolve(
-        parts.get(name) ?? readMember(listing, member, context.limits.maxBytes, member.name),
-      );
-      // Awaited in its turn; a check failing before then must not leave it unhandled.
-      reading.catch(() => undefined);
-      return reading;
+    const reading = new Map<number, Promise<Uint8Array>>();
+    let nextToRead = 0;
+    let bytesAhead = 0;
+    const readAhead = (current: number): void => {
+      for (; nextToRead < listed.length; nextToRead += 1) {
+        const entry = listed[nextToRead];
+        if (!entry) break;
+        const [name, member] = entry;
+        const size = member.uncompressedSize;
+        if (nextToRead > current + 1 && bytesAhead + size > READ_AHEAD_BYTES) break;
+        const read = Promise.resolve(
+          parts.get(name) ?? readMember(listing, member, context.limits.maxBytes, member.name),
+        );
+        // Awaited in its turn; a check failing before then must not leave it unhandled.
+        read.catch(() => undefined);
+        reading.set(nextToRead, read);
+        bytesAhead += size;
+      }
     };
-    const first = listed[0];
-    let next = first && inflate(first);
     for (const [index, [name, member]] of listed.entries()) {
       if (!reached.has(name)) {
         throw new VerifyFailure(
@@ -154,9 +168,10 @@ export async function verifyOoxml(
           `part /${name} has no relationship to it`,
         );
       }
-      const bytes = await (next ?? inflate([name, member]));
-      const following = listed[index + 1];
-      next = following && inflate(following);
+      readAhead(index);
+      const bytes = await (reading.get(index) ?? Promise.reject(new Error('unreachable')));
+      reading.delete(index);
+      bytesAhead -= member.uncompressedSize;
       if (!matchesCrc(member, bytes)) {
         throw new VerifyFailure('ooxml.zip', `part /${name} does not match its CRC-32`);
       }

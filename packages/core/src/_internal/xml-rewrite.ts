@@ -36,6 +36,11 @@ export type ElementDecision =
   /** Its tags are left out, its children are written in its place. */
   | { readonly action: 'unwrap' };
 
+/** The decisions without attributes, made once (a rewrite decides once per element). */
+export const KEEP: ElementDecision = Object.freeze({ action: 'keep' });
+export const DROP: ElementDecision = Object.freeze({ action: 'drop' });
+export const UNWRAP: ElementDecision = Object.freeze({ action: 'unwrap' });
+
 /** Element and text events of one walk over a part. */
 export interface XmlWalker {
   open?(element: XmlElementNode, ancestors: readonly XmlElementNode[]): void;

@@ -4,7 +4,7 @@
  * metadata beyond plain text values.
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
-import { rewriteXml, walkXmlPaced } from '../../_internal/xml-rewrite.ts';
+import { DROP, KEEP, rewriteXml, UNWRAP, walkXmlPaced } from '../../_internal/xml-rewrite.ts';
 import type {
   ElementDecision,
   Pace,
@@ -146,13 +146,13 @@ function streamDecision(
   const kind = ODF_DROPPED.get(key);
   if (kind !== undefined) {
     if (occupied.has(element.index)) stream.findings.add(kind);
-    return { action: 'drop' };
+    return DROP;
   }
   // The field goes, its last shown text stays.
   const unwrapped = ODF_UNWRAPPED.get(key);
   if (unwrapped !== undefined) {
     stream.findings.add(unwrapped);
-    return { action: 'unwrap' };
+    return UNWRAP;
   }
   const isLink =
     (element.uri === ODF_NS.text || element.uri === ODF_NS.draw) && element.localName === 'a';
@@ -181,19 +181,19 @@ function streamDecision(
     if (path !== undefined) {
       if (stream.images.has(path)) continue;
       // A link into the package to something not kept (an object's replacement image).
-      if (isImage) return { action: 'drop' };
-      if (isLink) return { action: 'unwrap' };
+      if (isImage) return DROP;
+      if (isLink) return UNWRAP;
       remove(attribute);
       continue;
     }
     const value = attribute.value.trim();
     if (value.startsWith('#') || (isLink && isSafeHyperlink(value))) continue;
     stream.findings.add(SCRIPT_URL.test(value) ? 'odf-macro' : 'external-relationship');
-    if (isImage) return { action: 'drop' };
-    if (isLink) return { action: 'unwrap' };
+    if (isImage) return DROP;
+    if (isLink) return UNWRAP;
     remove(attribute);
   }
-  return attributes ? { action: 'keep', attributes } : { action: 'keep' };
+  return attributes ? { action: 'keep', attributes } : KEEP;
 }
 
 function metaDecision(
@@ -201,13 +201,13 @@ function metaDecision(
   ancestors: readonly XmlElementNode[],
   stream: OdfStreamRewrite,
 ): ElementDecision {
-  if (ancestors.length === 0) return { action: 'keep' };
+  if (ancestors.length === 0) return KEEP;
   if (ancestors.length === 1 && element.uri === ODF_NS.office && element.localName === 'meta') {
-    return { action: 'keep' };
+    return KEEP;
   }
   if (ancestors.length === 2 && META_KEPT.has(element.key)) {
-    return { action: 'keep' };
+    return KEEP;
   }
   stream.findings.add('document-metadata');
-  return { action: 'drop' };
+  return DROP;
 }

@@ -6,7 +6,14 @@
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { decodeXmlText } from '../../_internal/xml.ts';
-import { rewriteXml, walkXml, walkXmlPaced } from '../../_internal/xml-rewrite.ts';
+import {
+  DROP,
+  KEEP,
+  rewriteXml,
+  UNWRAP,
+  walkXml,
+  walkXmlPaced,
+} from '../../_internal/xml-rewrite.ts';
 import type {
   ElementDecision,
   Pace,
@@ -243,7 +250,7 @@ export async function* rewritePart(
     element: XmlElementNode,
     ancestors: readonly XmlElementNode[],
   ): ElementDecision => {
-    if (dropped.has(element.index)) return { action: 'drop' };
+    if (dropped.has(element.index)) return DROP;
     const gone = lessened.get(element.index);
     if (gone !== undefined) return { action: 'keep', attributes: recounted(element, gone) };
     if (sheets !== undefined && element.uri === NS.s) {
@@ -257,13 +264,13 @@ export async function* rewritePart(
     if (ALWAYS_DROPPED.has(key)) {
       const kind = ALWAYS_DROPPED.get(key);
       if (kind !== undefined) part.findings.add(kind);
-      return { action: 'drop' };
+      return DROP;
     }
     if (element.uri === NS.w && element.localName === 'fldSimple') {
       const kind = classifyField(attribute(element, NS.w, 'instr') ?? '');
       if (kind !== undefined) {
         part.findings.add(kind);
-        return { action: 'unwrap' };
+        return UNWRAP;
       }
     }
     if (element.uri === NS.a && element.localName.startsWith('hlink')) {
@@ -271,7 +278,7 @@ export async function* rewritePart(
       const match = RUNNING_ACTION.exec(action);
       if (match) {
         part.findings.add(/^(ole|ocx)$/i.test(match[1] ?? '') ? 'embedded-object' : 'vba-macro');
-        return { action: 'drop' };
+        return DROP;
       }
     }
     let attributes: XmlAttributeNode[] | undefined;
@@ -284,9 +291,7 @@ export async function* rewritePart(
         /^[a-z][a-z0-9+.-]*:/i.test(attr.value.trim()) &&
         !isSafeHyperlink(attr.value);
       if (dangling && NEEDS_RELATIONSHIP.has(element.localName)) {
-        return element.uri === NS.w && element.localName === 'hyperlink'
-          ? { action: 'unwrap' }
-          : { action: 'drop' };
+        return element.uri === NS.w && element.localName === 'hyperlink' ? UNWRAP : DROP;
       }
       if (dangling || unsafeUrl) {
         if (unsafeUrl) part.findings.add('external-relationship');
@@ -294,7 +299,7 @@ export async function* rewritePart(
         attributes.splice(attributes.indexOf(attr), 1);
       }
     }
-    return attributes ? { action: 'keep', attributes } : { action: 'keep' };
+    return attributes ? { action: 'keep', attributes } : KEEP;
   };
   yield* rewriteXml(
     bytes,
@@ -393,7 +398,7 @@ function sheetIndexDecision(
     if (scope < 0) {
       // A name local to a dropped (macro) sheet goes with it.
       findings.add('xlm-macro');
-      return { action: 'drop' };
+      return DROP;
     }
     return withValues({ localSheetId: String(scope) });
   }
@@ -412,16 +417,16 @@ function propertiesDecision(
   part: PartRewrite,
   core: boolean,
 ): ElementDecision {
-  if (ancestors.length === 0) return { action: 'keep' };
+  if (ancestors.length === 0) return KEEP;
   const allowed = core
     ? ancestors.length === 1 && CORE_PROPERTIES.has(element.localName) && element.uri !== NS.vt
     : (ancestors.length === 1 &&
         element.uri === NS.ep &&
         EXTENDED_PROPERTIES.has(element.localName)) ||
       (ancestors.length > 1 && element.uri === NS.vt && PLAIN_VALUES.has(element.localName));
-  if (allowed) return { action: 'keep' };
+  if (allowed) return KEEP;
   part.findings.add('document-metadata');
-  return { action: 'drop' };
+  return DROP;
 }
 
 /** Markers of what the first walk looks for; a part holding none of them needs no first walk. */

@@ -477,7 +477,9 @@ export async function* rewriteXml(
     },
     text(text) {
       if (dropDepth > 0) return;
-      if (text.trim() !== '') markContent();
+      // Only text that is not all white space gives its containers content (and only when the
+      // innermost one has none yet is it worth looking).
+      if (frames.at(-1)?.hasContent === false && /\S/.test(text)) markContent();
       out.write(escapeText(text), hold);
     },
   });

@@ -19,6 +19,9 @@ import { Worker } from 'node:worker_threads';
 import { VerifyFailure } from '../handlers/types.ts';
 import type { Deadline } from '../limits.ts';
 import { sha256Hex } from './bytes.ts';
+import { Rejection } from './rejection.ts';
+import { XmlChunkWalk } from './xml-rewrite.ts';
+import type { XmlWalker } from './xml-rewrite.ts';
 
 /** The checks a worker can run: an OOXML XML part, an ODF XML stream. */
 export type PartCheckKind = 'ooxml-xml' | 'odf-xml';
@@ -50,6 +53,54 @@ export type PartCheckResult =
       readonly references: PartReport['references'];
     }
   | { readonly status: 'failed'; readonly check: string; readonly message: string };
+
+/**
+ * A part check that walks the part's XML as its chunks come. The family's walker throws its
+ * {@link VerifyFailure}s and records in `references` what only the package can resolve; a part the
+ * parser refuses (malformed, a DOCTYPE, too large) fails `parseCheck`.
+ */
+export class WalkedPartCheck implements PartCheck {
+  readonly #walk: XmlChunkWalk;
+  readonly #references = new Map<string, string>();
+  readonly #parseCheck: string;
+
+  constructor(
+    name: string,
+    parseCheck: string,
+    walker: (references: Map<string, string>) => XmlWalker,
+  ) {
+    this.#parseCheck = parseCheck;
+    this.#walk = new XmlChunkWalk(name, walker(this.#references));
+  }
+
+  write(chunk: Uint8Array): void {
+    this.#parsing(() => {
+      this.#walk.write(chunk);
+    });
+  }
+
+  end(): PartReport {
+    this.#parsing(() => {
+      this.#walk.close();
+    });
+    return { references: this.#references };
+  }
+
+  #parsing(step: () => void): void {
+    try {
+      step();
+    } catch (error) {
+      if (error instanceof Rejection) throw new VerifyFailure(this.#parseCheck, error.message);
+      throw error;
+    }
+  }
+}
+
+/** Runs a check over a whole part at once. */
+export function checkWhole(check: PartCheck, bytes: Uint8Array): PartReport {
+  check.write(bytes);
+  return check.end();
+}
 
 /** Main thread -> worker. */
 export type PartCheckRequest =

@@ -8,9 +8,9 @@
  * the members afterwards.
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
-import type { PartCheck, PartReport } from '../../_internal/part-checks.ts';
-import { Rejection } from '../../_internal/rejection.ts';
-import { XmlChunkWalk } from '../../_internal/xml-rewrite.ts';
+import { checkWhole, WalkedPartCheck } from '../../_internal/part-checks.ts';
+import type { PartReport } from '../../_internal/part-checks.ts';
+import type { XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
 import { internalPath, ODF_DROPPED, ODF_NS, ODF_UNWRAPPED, SCRIPT_URL } from './content.ts';
 
@@ -20,65 +20,41 @@ import { internalPath, ODF_DROPPED, ODF_NS, ODF_UNWRAPPED, SCRIPT_URL } from './
  * @throws {VerifyFailure} from `write` or `end`: `odf.xml-parse` when the stream is not
  *   well-formed or declares a DOCTYPE, `odf.active-content` for what may not be there.
  */
-export class OdfStreamCheck implements PartCheck {
-  readonly #walk: XmlChunkWalk;
-  readonly #links = new Map<string, string>();
-
+export class OdfStreamCheck extends WalkedPartCheck {
   constructor(name: string) {
-    const links = this.#links;
-    this.#walk = new XmlChunkWalk(name, {
-      open(element) {
-        const key = element.key;
-        if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
-          throw new VerifyFailure('odf.active-content', `${name} still holds ${element.name}`);
-        }
-        for (const attribute of element.attributes) {
-          if (SCRIPT_URL.test(attribute.value)) {
-            throw new VerifyFailure('odf.active-content', `${name} still holds a script URL`);
-          }
-          if (attribute.uri !== ODF_NS.xlink || attribute.local !== 'href') continue;
-          const path = internalPath(attribute.value);
-          if (path !== undefined) {
-            if (!links.has(path)) links.set(path, attribute.value);
-            continue;
-          }
-          const safe =
-            attribute.value.trim().startsWith('#') ||
-            (element.localName === 'a' && isSafeHyperlink(attribute.value));
-          if (!safe)
-            throw new VerifyFailure('odf.active-content', `${name} links ${attribute.value}`);
-        }
-      },
-    });
+    super(name, 'odf.xml-parse', (links) => streamWalker(name, links));
   }
+}
 
-  write(chunk: Uint8Array): void {
-    parsing(() => {
-      this.#walk.write(chunk);
-    });
-  }
-
-  end(): PartReport {
-    parsing(() => {
-      this.#walk.close();
-    });
-    return { references: this.#links };
-  }
+/** The walk of one stream: fails on what may not be there, records the package paths linked. */
+function streamWalker(name: string, links: Map<string, string>): XmlWalker {
+  return {
+    open(element) {
+      const key = element.key;
+      if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
+        throw new VerifyFailure('odf.active-content', `${name} still holds ${element.name}`);
+      }
+      for (const attribute of element.attributes) {
+        if (SCRIPT_URL.test(attribute.value)) {
+          throw new VerifyFailure('odf.active-content', `${name} still holds a script URL`);
+        }
+        if (attribute.uri !== ODF_NS.xlink || attribute.local !== 'href') continue;
+        const path = internalPath(attribute.value);
+        if (path !== undefined) {
+          if (!links.has(path)) links.set(path, attribute.value);
+          continue;
+        }
+        const safe =
+          attribute.value.trim().startsWith('#') ||
+          (element.localName === 'a' && isSafeHyperlink(attribute.value));
+        if (!safe)
+          throw new VerifyFailure('odf.active-content', `${name} links ${attribute.value}`);
+      }
+    },
+  };
 }
 
 /** Checks a whole stream at once. */
 export function checkOdfStream(bytes: Uint8Array, name: string): PartReport {
-  const check = new OdfStreamCheck(name);
-  check.write(bytes);
-  return check.end();
-}
-
-/** A rejection of the XML parser is the stream's failure to parse. */
-function parsing(step: () => void): void {
-  try {
-    step();
-  } catch (error) {
-    if (error instanceof Rejection) throw new VerifyFailure('odf.xml-parse', error.message);
-    throw error;
-  }
+  return checkWhole(new OdfStreamCheck(name), bytes);
 }

@@ -7,10 +7,9 @@
  * ids it names (relationship id -> the first element naming it) and {@link assertReferences}
  * holds them to the part's relationships afterwards.
  */
-import type { PartCheck, PartReport } from '../../_internal/part-checks.ts';
-import { Rejection } from '../../_internal/rejection.ts';
-import { XmlChunkWalk } from '../../_internal/xml-rewrite.ts';
-import type { XmlAttributeNode, XmlElementNode } from '../../_internal/xml-rewrite.ts';
+import { checkWhole, WalkedPartCheck } from '../../_internal/part-checks.ts';
+import type { PartReport } from '../../_internal/part-checks.ts';
+import type { XmlAttributeNode, XmlElementNode, XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
 import {
   attribute,
@@ -34,104 +33,88 @@ const FORBIDDEN = new Set([
  *   or declares a DOCTYPE, `ooxml.active-content` when it holds an OLE/ActiveX anchor, a fetching
  *   or running field, a formula that calls out, a defined name that runs, or a macro action.
  */
-export class XmlPartCheck implements PartCheck {
-  readonly #walk: XmlChunkWalk;
-  readonly #references = new Map<string, string>();
-
+export class XmlPartCheck extends WalkedPartCheck {
   constructor(name: string) {
-    const fail = (what: string): never => {
-      throw new VerifyFailure('ooxml.active-content', `${name} still holds ${what}`);
-    };
-    const references = this.#references;
-    const fields: { instruction: string; inInstruction: boolean }[] = [];
-    let collecting: 'instr' | 'formula' | 'name' | undefined;
-    let text = '';
-    let nameAttributes: readonly XmlAttributeNode[] = [];
-    let formulaElement: XmlElementNode | undefined;
-    this.#walk = new XmlChunkWalk(name, {
-      open(element) {
-        const key = element.key;
-        if (FORBIDDEN.has(key)) fail(element.name);
-        for (const a of element.attributes) {
-          const naming = a.uri === NS.r || (a.uri === NS.o && a.local === 'relid');
-          if (naming && a.value !== '' && !references.has(a.value)) {
-            references.set(a.value, element.name);
-          }
-        }
-        if (element.uri === NS.w && element.localName === 'fldSimple') {
-          if (classifyField(attribute(element, NS.w, 'instr') ?? '') !== undefined) fail('a field');
-        } else if (element.uri === NS.w && element.localName === 'fldChar') {
-          const type = attribute(element, NS.w, 'fldCharType');
-          const top = fields.at(-1);
-          if (type === 'begin') fields.push({ instruction: '', inInstruction: true });
-          else if (top && (type === 'separate' || type === 'end')) {
-            if (top.inInstruction && classifyField(top.instruction) !== undefined) fail('a field');
-            top.inInstruction = false;
-            if (type === 'end') fields.pop();
-          }
-        } else if (element.uri === NS.w && element.localName === 'instrText') {
-          collecting = 'instr';
-        } else if (
-          (element.uri === NS.s && element.localName === 'f') ||
-          RULE_FORMULAS.has(element.key)
-        ) {
-          collecting = 'formula';
-          formulaElement = element;
-          text = '';
-        } else if (element.uri === NS.s && element.localName === 'definedName') {
-          collecting = 'name';
-          nameAttributes = element.attributes;
-          text = '';
-        } else if (element.uri === NS.a && element.localName.startsWith('hlink')) {
-          if (
-            /^ppaction:\/\/(macro|program|ole|ocx)/i.test(attribute(element, '', 'action') ?? '')
-          ) {
-            fail('a macro action');
-          }
-        }
-      },
-      text(value) {
-        if (collecting === 'instr') {
-          const top = fields.at(-1);
-          if (top?.inInstruction === true) top.instruction += value;
-        } else if (collecting !== undefined) {
-          text += value;
-        }
-      },
-      close(element) {
-        if (collecting === 'formula' && element === formulaElement) {
-          if (classifyFormula(text) !== undefined) fail('a formula that calls out');
-          collecting = undefined;
-        } else if (collecting === 'name' && element.localName === 'definedName') {
-          if (classifyDefinedName(nameAttributes, text) !== undefined)
-            fail('a defined name that runs');
-          collecting = undefined;
-        } else if (collecting === 'instr' && element.localName === 'instrText') {
-          collecting = undefined;
-        }
-      },
-    });
+    super(name, 'ooxml.xml-parse', (references) => partWalker(name, references));
   }
+}
 
-  write(chunk: Uint8Array): void {
-    parsing(() => {
-      this.#walk.write(chunk);
-    });
-  }
-
-  end(): PartReport {
-    parsing(() => {
-      this.#walk.close();
-    });
-    return { references: this.#references };
-  }
+/** The walk of one part: fails on what may not be there, records the relationship ids named. */
+function partWalker(name: string, references: Map<string, string>): XmlWalker {
+  const fail = (what: string): never => {
+    throw new VerifyFailure('ooxml.active-content', `${name} still holds ${what}`);
+  };
+  const fields: { instruction: string; inInstruction: boolean }[] = [];
+  let collecting: 'instr' | 'formula' | 'name' | undefined;
+  let text = '';
+  let nameAttributes: readonly XmlAttributeNode[] = [];
+  let formulaElement: XmlElementNode | undefined;
+  return {
+    open(element) {
+      const key = element.key;
+      if (FORBIDDEN.has(key)) fail(element.name);
+      for (const a of element.attributes) {
+        const naming = a.uri === NS.r || (a.uri === NS.o && a.local === 'relid');
+        if (naming && a.value !== '' && !references.has(a.value)) {
+          references.set(a.value, element.name);
+        }
+      }
+      if (element.uri === NS.w && element.localName === 'fldSimple') {
+        if (classifyField(attribute(element, NS.w, 'instr') ?? '') !== undefined) fail('a field');
+      } else if (element.uri === NS.w && element.localName === 'fldChar') {
+        const type = attribute(element, NS.w, 'fldCharType');
+        const top = fields.at(-1);
+        if (type === 'begin') fields.push({ instruction: '', inInstruction: true });
+        else if (top && (type === 'separate' || type === 'end')) {
+          if (top.inInstruction && classifyField(top.instruction) !== undefined) fail('a field');
+          top.inInstruction = false;
+          if (type === 'end') fields.pop();
+        }
+      } else if (element.uri === NS.w && element.localName === 'instrText') {
+        collecting = 'instr';
+      } else if (
+        (element.uri === NS.s && element.localName === 'f') ||
+        RULE_FORMULAS.has(element.key)
+      ) {
+        collecting = 'formula';
+        formulaElement = element;
+        text = '';
+      } else if (element.uri === NS.s && element.localName === 'definedName') {
+        collecting = 'name';
+        nameAttributes = element.attributes;
+        text = '';
+      } else if (element.uri === NS.a && element.localName.startsWith('hlink')) {
+        if (/^ppaction:\/\/(macro|program|ole|ocx)/i.test(attribute(element, '', 'action') ?? '')) {
+          fail('a macro action');
+        }
+      }
+    },
+    text(value) {
+      if (collecting === 'instr') {
+        const top = fields.at(-1);
+        if (top?.inInstruction === true) top.instruction += value;
+      } else if (collecting !== undefined) {
+        text += value;
+      }
+    },
+    close(element) {
+      if (collecting === 'formula' && element === formulaElement) {
+        if (classifyFormula(text) !== undefined) fail('a formula that calls out');
+        collecting = undefined;
+      } else if (collecting === 'name' && element.localName === 'definedName') {
+        if (classifyDefinedName(nameAttributes, text) !== undefined)
+          fail('a defined name that runs');
+        collecting = undefined;
+      } else if (collecting === 'instr' && element.localName === 'instrText') {
+        collecting = undefined;
+      }
+    },
+  };
 }
 
 /** Checks a whole part at once. */
 export function checkXmlPart(bytes: Uint8Array, name: string): PartReport {
-  const check = new XmlPartCheck(name);
-  check.write(bytes);
-  return check.end();
+  return checkWhole(new XmlPartCheck(name), bytes);
 }
 
 /**
@@ -146,15 +129,5 @@ export function assertReferences(report: PartReport, ids: ReadonlySet<string>, n
         `${name}: ${element} names relationship ${id}, which the part does not have`,
       );
     }
-  }
-}
-
-/** A rejection of the XML parser is the part's failure to parse. */
-function parsing(step: () => void): void {
-  try {
-    step();
-  } catch (error) {
-    if (error instanceof Rejection) throw new VerifyFailure('ooxml.xml-parse', error.message);
-    throw error;
   }
 }

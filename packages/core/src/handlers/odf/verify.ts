@@ -1,6 +1,4 @@
-import { verdictOn } from '../../_internal/part-checks.ts';
-import { Rejection } from '../../_internal/rejection.ts';
-import { walkXml } from '../../_internal/xml-rewrite.ts';
+import { checkWhole, verdictOn, WalkedPartCheck } from '../../_internal/part-checks.ts';
 import { COMPRESSION_STORED, matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
@@ -57,16 +55,25 @@ export async function verifyOdf(
       if (!allowed)
         throw new VerifyFailure('odf.part-allowlist', `member ${name} is outside the allowlist`);
     }
-    const listed = new Set<string>();
-    checkStream(await read('META-INF/manifest.xml'), 'META-INF/manifest.xml', (element) => {
-      if (element.uri !== ODF_NS.manifest) return;
-      if (element.localName === 'encryption-data')
-        throw new VerifyFailure('odf.manifest', 'encryption data');
-      const path = element.attributes.find(
-        (a) => a.uri === ODF_NS.manifest && a.local === 'full-path',
-      );
-      if (element.localName === 'file-entry' && path && path.value !== '/') listed.add(path.value);
-    });
+    const manifest = await read('META-INF/manifest.xml');
+    if (!manifest) throw new VerifyFailure('odf.part-allowlist', 'no META-INF/manifest.xml');
+    // The paths the manifest lists, collected as the check's references.
+    const { references: listed } = checkWhole(
+      new WalkedPartCheck('META-INF/manifest.xml', 'odf.xml-parse', (entries) => ({
+        open(element) {
+          if (element.uri !== ODF_NS.manifest) return;
+          if (element.localName === 'encryption-data')
+            throw new VerifyFailure('odf.manifest', 'encryption data');
+          const path = element.attributes.find(
+            (a) => a.uri === ODF_NS.manifest && a.local === 'full-path',
+          );
+          if (element.localName === 'file-entry' && path && path.value !== '/') {
+            entries.set(path.value, path.value);
+          }
+        },
+      })),
+      manifest,
+    );
     const expected = [...members.keys()].filter(
       (n) => n !== 'mimetype' && n !== 'META-INF/manifest.xml',
     );
@@ -99,19 +106,5 @@ export async function verifyOdf(
     }
   } finally {
     listing.file.close();
-  }
-}
-
-function checkStream(
-  bytes: Uint8Array | undefined,
-  name: string,
-  open: (element: Parameters<NonNullable<Parameters<typeof walkXml>[2]['open']>>[0]) => void,
-): void {
-  if (!bytes) throw new VerifyFailure('odf.part-allowlist', `no ${name}`);
-  try {
-    walkXml(bytes, name, { open });
-  } catch (error) {
-    if (error instanceof Rejection) throw new VerifyFailure('odf.xml-parse', error.message);
-    throw error;
   }
 }

@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 
-import { asBuffer, sha256Hex } from './_internal/bytes.ts';
+import { asBuffer } from './_internal/bytes.ts';
 import { DecodeGate } from './_internal/concurrency.ts';
 import { readSource } from './_internal/read-source.ts';
 import type { SourceInput } from './_internal/read-source.ts';
@@ -136,20 +136,20 @@ export async function disarm(source: DisarmSource, options: DisarmOptions = {}):
 type ContextState = Omit<EngineContext, 'processMember' | 'scanMember'>;
 
 function createContext(state: ContextState): EngineContext {
-  const child = (archiveHash: string): EngineContext =>
+  const child = (archive: Uint8Array): EngineContext =>
     createContext({
       ...state,
       depth: state.depth + 1,
-      ancestors: [...state.ancestors, archiveHash],
+      ancestors: [...state.ancestors, archive],
     });
   return {
     ...state,
-    processMember: async (input, archiveHash) => {
-      const context = child(archiveHash);
+    processMember: async (input, archive) => {
+      const context = child(archive);
       assertNotQuine(input, context);
       return processFile(input, context);
     },
-    scanMember: (input, archiveHash) => collectThreats(input, child(archiveHash)),
+    scanMember: (input, archive) => collectThreats(input, child(archive)),
   };
 }
 
@@ -220,7 +220,8 @@ async function scan(input: FileInput, context: EngineContext): Promise<string[]>
 function assertNotQuine(input: FileInput, context: EngineContext): void {
   const kind = sniff(input.bytes);
   if (kind !== 'zip' && kind !== 'gzip') return;
-  if (context.ancestors.includes(sha256Hex(input.bytes))) {
+  const bytes = asBuffer(input.bytes);
+  if (context.ancestors.some((archive) => bytes.equals(archive))) {
     throw new Rejection(
       'policy_violation',
       `"${input.fileName}" is a copy of an archive that contains it (a recursive quine)`,
@@ -239,13 +240,12 @@ async function collectThreats(input: FileInput, context: EngineContext): Promise
   const kind = sniff(input.bytes);
   try {
     assertNotQuine(input, context);
-    const hash = sha256Hex(input.bytes);
     if (kind === 'gzip') {
       const inner = await context.deadline.race(
         gunzipAsync(asBuffer(input.bytes), { maxOutputLength: context.budget.remaining }),
       );
       context.budget.consume(inner.length, 'the gzip data');
-      return [...(await context.scanMember({ bytes: inner, fileName: 'inner' }, hash))];
+      return [...(await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes))];
     }
     if (kind !== 'zip') return threats;
     const listing = await openZip(input.bytes, context.limits.maxEntries);
@@ -256,7 +256,7 @@ async function collectThreats(input: FileInput, context: EngineContext): Promise
         if (member.isDirectory || member.isEncrypted) continue;
         const bytes = await readMember(listing, member, context.budget.remaining, member.name);
         context.budget.consume(bytes.length, member.name);
-        threats.push(...(await context.scanMember({ bytes, fileName: member.name }, hash)));
+        threats.push(...(await context.scanMember({ bytes, fileName: member.name }, input.bytes)));
       }
     } finally {
       listing.file.close();

@@ -1,7 +1,6 @@
 import type { FindingTally } from '../findings.ts';
 import type { DetectedFile, EngineContext, FileInput } from '../handlers/types.ts';
 import { assertExpansionRatio, formatBytes } from '../limits.ts';
-import { sha256Hex } from './bytes.ts';
 import { preparePartChecks } from './part-checks.ts';
 import { Rejection } from './rejection.ts';
 import { CHUNK_BYTES } from './xml-rewrite.ts';
@@ -36,8 +35,8 @@ export interface OfficePackage {
   readonly members: readonly PackageMember[];
   /** Lower-cased name -> member (ECMA-376 Part 2 §6.2.2.3: part names compare case-insensitively). */
   readonly byFoldedName: ReadonlyMap<string, PackageMember>;
-  /** SHA-256 of the package, for members handed to the engine. */
-  readonly hash: string;
+  /** The package's bytes, the enclosing archive of members handed to the engine. */
+  readonly bytes: Uint8Array;
 }
 
 /**
@@ -58,7 +57,6 @@ export async function withOfficePackage<T>(
 ): Promise<T> {
   const { bytes } = input;
   const what = `the .${input.format.extension} package`;
-  const hash = sha256Hex(bytes);
   const listing = await openZip(bytes, context.limits.maxEntries);
   try {
     await checkListing(listing, bytes.length, context, what);
@@ -80,7 +78,7 @@ export async function withOfficePackage<T>(
         context.budget.consume(data.length, label);
         for (const threat of await context.scanMember(
           { bytes: data, fileName: member.name },
-          hash,
+          bytes,
         )) {
           threats.add(threat);
         }
@@ -117,7 +115,7 @@ export async function withOfficePackage<T>(
         {
           members,
           byFoldedName: new Map(members.map((member) => [member.name.toLowerCase(), member])),
-          hash,
+          bytes,
         },
         what,
       );
@@ -229,7 +227,7 @@ export async function rebuildPackageImage(
   findings: FindingTally,
 ): Promise<Uint8Array | undefined> {
   try {
-    const rebuilt = await context.processMember(image, pkg.hash);
+    const rebuilt = await context.processMember(image, pkg.bytes);
     findings.addAll(rebuilt.findings);
     return rebuilt.bytes;
   } catch (error) {

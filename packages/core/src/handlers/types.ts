@@ -65,19 +65,22 @@ export interface EngineContext {
   readonly signal: AbortSignal;
   /** 0 for the submitted file, 1 for members of a top-level archive, and so on. */
   readonly depth: number;
-  /** SHA-256 of every enclosing archive, to refuse archives that contain themselves. */
-  readonly ancestors: readonly string[];
+  /**
+   * The bytes of every enclosing archive, outermost first, to refuse archives that contain
+   * themselves (they are alive anyway while their members are processed).
+   */
+  readonly ancestors: readonly Uint8Array[];
   /**
    * Runs a member through the whole engine (scan, detect, rebuild) one level deeper.
    * @throws {Rejection} when the member is rejected.
    */
-  processMember(input: FileInput, archiveHash: string): Promise<RebuiltFile>;
+  processMember(input: FileInput, archive: Uint8Array): Promise<RebuiltFile>;
   /**
    * Scans a member and, if it is itself an archive, its members, without rebuilding: used after
    * an archive is already lost to another reason, so a threat further on still wins.
    * @returns the threat names found.
    */
-  scanMember(input: FileInput, archiveHash: string): Promise<readonly string[]>;
+  scanMember(input: FileInput, archive: Uint8Array): Promise<readonly string[]>;
 }
 
 /** Rebuilds one family of formats. One folder under `handlers/`, one row in the registry. */

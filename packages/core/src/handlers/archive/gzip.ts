@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 
-import { asBuffer, sha256Hex, u32le } from '../../_internal/bytes.ts';
+import { asBuffer, u32le } from '../../_internal/bytes.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import { probeCompoundFile } from '../../detect/cfb-probe.ts';
@@ -117,7 +117,6 @@ export async function rebuildGzip(
 
   const inner = await inflate(input.bytes, context);
   context.entries.consume(1);
-  const archiveHash = sha256Hex(input.bytes);
   const verdict = new ArchiveVerdict();
   let innerName: string;
   try {
@@ -126,17 +125,17 @@ export async function rebuildGzip(
     // The inner file's name or type is refused, but a threat in it still decides the reason.
     if (!(error instanceof Rejection)) throw error;
     verdict.reject(error);
-    verdict.addThreats(await context.scanMember({ bytes: inner, fileName: 'inner' }, archiveHash));
+    verdict.addThreats(await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes));
     verdict.throwIfLost();
     throw error;
   }
   const innerInput = { bytes: inner, fileName: innerName };
   const rebuilt = await verdict.capture(
-    context.processMember(innerInput, archiveHash),
+    context.processMember(innerInput, input.bytes),
     `the compressed file "${innerName}"`,
   );
   if (!rebuilt && hidesArchive(innerInput)) {
-    verdict.addThreats(await context.scanMember(innerInput, archiveHash));
+    verdict.addThreats(await context.scanMember(innerInput, input.bytes));
   }
   verdict.throwIfLost();
   if (!rebuilt) throw new Rejection('invalid_file', 'the compressed file could not be rebuilt');

@@ -1,4 +1,3 @@
-import { sha256Hex } from '../../_internal/bytes.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import {
   compressionName,
@@ -49,7 +48,6 @@ export async function rebuildZip(
     // A name, type, encryption or compression problem loses the archive whatever its members
     // hold; they are then only scanned, so that a threat still decides the reason.
     const scanOnly = verdict.lost;
-    const archiveHash = sha256Hex(input.bytes);
     const findings = new FindingTally();
     if (listing.commentBytes > 0) findings.add('archive-comment');
     const entries: ZipWriteEntry[] = [];
@@ -75,15 +73,15 @@ export async function rebuildZip(
       if (!bytes) continue;
       const memberInput = { bytes, fileName: name?.path ?? member.name };
       if (scanOnly || !name) {
-        verdict.addThreats(await context.scanMember(memberInput, archiveHash));
+        verdict.addThreats(await context.scanMember(memberInput, input.bytes));
         continue;
       }
-      const rebuilt = await verdict.capture(context.processMember(memberInput, archiveHash), what);
+      const rebuilt = await verdict.capture(context.processMember(memberInput, input.bytes), what);
       if (rebuilt) {
         findings.addAll(rebuilt.findings);
         entries.push(toWriteEntry(rebuilt, name, member, taken));
       } else if (hidesArchive(memberInput)) {
-        verdict.addThreats(await context.scanMember(memberInput, archiveHash));
+        verdict.addThreats(await context.scanMember(memberInput, input.bytes));
       }
     }
     verdict.throwIfLost();

@@ -70,7 +70,9 @@ function partWalker(name: string, references: Map<string, string>): XmlWalker {
           top.inInstruction = false;
           if (type === 'end') fields.pop();
         }
-      } else if (element.uri === NS.w && element.localName === 'instrText') {
+      } else if (element.uri === NS.w && isInstruction(element.localName)) {
+        // The rebuild keeps instructions only inside the fields it keeps.
+        if (fields.at(-1)?.inInstruction !== true) fail('a field instruction outside a field');
         collecting = 'instr';
       } else if (
         (element.uri === NS.s && element.localName === 'f') ||
@@ -105,11 +107,24 @@ function partWalker(name: string, references: Map<string, string>): XmlWalker {
         if (classifyDefinedName(nameAttributes, text) !== undefined)
           fail('a defined name that runs');
         collecting = undefined;
-      } else if (collecting === 'instr' && element.localName === 'instrText') {
+      } else if (collecting === 'instr' && isInstruction(element.localName)) {
         collecting = undefined;
+      }
+      // The root's end: a field left open is judged by the instruction it has.
+      if (element.index === 0) {
+        for (const field of fields) {
+          if (field.inInstruction && classifyField(field.instruction) !== undefined) {
+            fail('a field');
+          }
+        }
       }
     },
   };
+}
+
+/** A field instruction, or one deleted in a tracked change (which rejecting it restores). */
+function isInstruction(localName: string): boolean {
+  return localName === 'instrText' || localName === 'delInstrText';
 }
 
 /** Checks a whole part at once. */

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+
+import { VerifyFailure } from '../types.ts';
+import { checkXmlPart } from './part-check.ts';
+
+const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+
+/** Verify's verdict on a Word main part whose body is `body`. */
+function verdict(body: string): string {
+  const bytes = Buffer.from(`<w:document xmlns:w="${W}"><w:body>${body}</w:body></w:document>`);
+  try {
+    checkXmlPart(bytes, '/word/document.xml');
+    return 'passed';
+  } catch (error) {
+    if (error instanceof VerifyFailure) return `${error.check}: ${error.message}`;
+    throw error;
+  }
+}
+
+const run = (inner: string): string => `<w:r>${inner}</w:r>`;
+const begin = run('<w:fldChar w:fldCharType="begin"/>');
+const separate = run('<w:fldChar w:fldCharType="separate"/>');
+const end = run('<w:fldChar w:fldCharType="end"/>');
+const instruction = (text: string, element = 'instrText'): string =>
+  run(`<w:${element} xml:space="preserve">${text}</w:${element}>`);
+
+describe('verify of Word fields', () => {
+  it('passes fields that compute from the document and text where a button was', () => {
+    expect(
+      verdict(`<w:p>${begin}${instruction(' PAGE ')}${separate}${run('<w:t>1</w:t>')}${end}</w:p>`),
+    ).toBe('passed');
+    // Split over runs, as Word writes long instructions.
+    expect(verdict(`<w:p>${begin}${instruction(' PA')}${instruction('GE ')}${end}</w:p>`)).toBe(
+      'passed',
+    );
+    expect(verdict(`<w:p>${run('<w:t xml:space="preserve">[Click here] </w:t>')}</w:p>`)).toBe(
+      'passed',
+    );
+  });
+
+  it('fails a field that runs or fetches, also one left open at the end of the part', () => {
+    expect(verdict(`<w:p>${begin}${instruction(' DDEAUTO cmd ')}${separate}${end}</w:p>`)).toMatch(
+      /^ooxml\.active-content: .* a field$/,
+    );
+    expect(verdict(`<w:p>${begin}${instruction(' MACROBUTTON Run shown ')}</w:p>`)).toMatch(
+      /^ooxml\.active-content: .* a field$/,
+    );
+    // Open but harmless stays harmless.
+    expect(verdict(`<w:p>${begin}${instruction(' PAGE ')}</w:p>`)).toBe('passed');
+  });
+
+  it('fails a deleted instruction that would come back when the change is rejected', () => {
+    expect(
+      verdict(
+        `<w:p>${begin}<w:del w:id="1" w:author="a">${instruction(' INCLUDETEXT "http://x/" ', 'delInstrText')}</w:del>${end}</w:p>`,
+      ),
+    ).toMatch(/^ooxml\.active-content: .* a field$/);
+  });
+
+  it('fails an instruction outside a field (the rebuild keeps none)', () => {
+    expect(verdict(`<w:p>${instruction(' PAGE ')}</w:p>`)).toMatch(
+      /^ooxml\.active-content: .* a field instruction outside a field$/,
+    );
+    expect(
+      verdict(
+        `<w:p>${begin}${instruction(' PAGE ')}${separate}${instruction(' PAGE ')}${end}</w:p>`,
+      ),
+    ).toMatch(/outside a field$/);
+  });
+});

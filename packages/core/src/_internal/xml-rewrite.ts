@@ -117,17 +117,17 @@ export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): voi
 }
 
 /**
- * {@link walkXml} in slices, with `pace` awaited between them: a long part does not hold the
- * main thread for its whole parse.
+ * {@link walkXml} over a part's {@link partText}, in slices, with `pace` awaited between them: a
+ * long part does not hold the main thread for its whole parse.
  */
 export async function walkXmlPaced(
-  bytes: Uint8Array,
+  text: string,
   what: string,
   walker: XmlWalker,
   pace: Pace,
 ): Promise<void> {
   const walk = new XmlWalk(what, walker);
-  for (const slice of slices(partText(bytes, what))) {
+  for (const slice of slices(text)) {
     walk.write(slice);
     await pace();
   }
@@ -179,8 +179,12 @@ function tooLarge(what: string): Rejection {
   return new Rejection('file_too_large', `${what} is larger than ${MAX_XML_PART_BYTES} bytes`);
 }
 
-/** A part's text, within {@link MAX_XML_PART_BYTES}. */
-function partText(bytes: Uint8Array, what: string): string {
+/**
+ * A part's text (XML 1.0 F.1: UTF-8 unless a byte-order mark says UTF-16), decoded once for
+ * every walk over it.
+ * @throws {Rejection} `file_too_large` past {@link MAX_XML_PART_BYTES}.
+ */
+export function partText(bytes: Uint8Array, what: string): string {
   if (bytes.length > MAX_XML_PART_BYTES) throw tooLarge(what);
   return decodeXmlText(bytes);
 }
@@ -411,7 +415,7 @@ class Utf8Output {
 }
 
 /**
- * Re-serialises a part from parser events: UTF-8, a fresh XML declaration, namespaces and
+ * Re-serialises a part (its {@link partText}) from parser events: UTF-8, a fresh XML declaration, namespaces and
  * attributes as written, no comments, no processing instructions, no DOCTYPE (refused, see
  * {@link walkXml}). Each element passes through `rules.element`. The part is parsed in slices
  * with `pace` between them and its output handed on in chunks as it is made, so the zip writer
@@ -419,7 +423,7 @@ class Utf8Output {
  * chunks were handed on: a consumer that must not see part of a refused part collects first.
  */
 export async function* rewriteXml(
-  bytes: Uint8Array,
+  source: string,
   what: string,
   rules: XmlRewriteRules,
   pace: Pace = nextTurn,
@@ -443,7 +447,6 @@ export async function* rewriteXml(
       frame.hasContent = true;
     }
   };
-  const text = partText(bytes, what);
   const walk = new XmlWalk(what, {
     open(element, ancestors) {
       if (dropDepth > 0) {
@@ -497,7 +500,7 @@ export async function* rewriteXml(
       out.write(escapeText(text), hold);
     },
   });
-  for (const slice of slices(text)) {
+  for (const slice of slices(source)) {
     walk.write(slice);
     const chunk = out.take();
     if (chunk) yield chunk;

@@ -4,7 +4,14 @@
  * metadata beyond plain text values.
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
-import { DROP, KEEP, rewriteXml, UNWRAP, walkXmlPaced } from '../../_internal/xml-rewrite.ts';
+import {
+  DROP,
+  KEEP,
+  partText,
+  rewriteXml,
+  UNWRAP,
+  walkXmlPaced,
+} from '../../_internal/xml-rewrite.ts';
 import type {
   ElementDecision,
   Pace,
@@ -89,11 +96,12 @@ export async function* rewriteOdfStream(
   stream: OdfStreamRewrite,
   pace: Pace,
 ): AsyncGenerator<Uint8Array, void, undefined> {
+  const text = partText(bytes, what);
   const occupied = stream.meta
     ? new Set<number>()
-    : await occupiedDroppedElements(bytes, what, pace);
+    : await occupiedDroppedElements(text, what, pace);
   yield* rewriteXml(
-    bytes,
+    text,
     what,
     {
       element: (element, ancestors) =>
@@ -110,7 +118,7 @@ export async function* rewriteOdfStream(
  * `<office:scripts/>` into every document; only one with content is a finding.
  */
 async function occupiedDroppedElements(
-  bytes: Uint8Array,
+  text: string,
   what: string,
   pace: Pace,
 ): Promise<Set<number>> {
@@ -126,14 +134,14 @@ async function occupiedDroppedElements(
         occupied.add(element.index);
       }
     },
-    text(text, ancestors) {
+    text(value, ancestors) {
       const parent = ancestors.at(-1);
-      if (parent && text.trim() !== '' && ODF_DROPPED.has(parent.key)) {
+      if (parent && value.trim() !== '' && ODF_DROPPED.has(parent.key)) {
         occupied.add(parent.index);
       }
     },
   };
-  await walkXmlPaced(bytes, what, walker, pace);
+  await walkXmlPaced(text, what, walker, pace);
   return occupied;
 }
 

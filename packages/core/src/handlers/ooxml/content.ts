@@ -5,10 +5,10 @@
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { decodeXmlText } from '../../_internal/xml.ts';
 import {
   DROP,
   KEEP,
+  partText,
   rewriteXml,
   UNWRAP,
   walkXml,
@@ -240,8 +240,9 @@ export async function* rewritePart(
   part: PartRewrite,
   pace: Pace,
 ): AsyncGenerator<Uint8Array, void, undefined> {
-  const { dropped, shown, lessened } = needsFirstWalk(bytes, part.contentType)
-    ? await collectDropped(bytes, what, part.findings, pace)
+  const text = partText(bytes, what);
+  const { dropped, shown, lessened } = needsFirstWalk(text, part.contentType)
+    ? await collectDropped(text, what, part.findings, pace)
     : {
         dropped: new Set<number>(),
         shown: new Map<number, string>(),
@@ -316,7 +317,7 @@ export async function* rewritePart(
     return attributes ? { action: 'keep', attributes } : KEEP;
   };
   yield* rewriteXml(
-    bytes,
+    text,
     what,
     { element: decide, dropWhenEmpty: (element) => DROP_WHEN_EMPTY.has(element.key) },
     pace,
@@ -443,33 +444,22 @@ function propertiesDecision(
   return DROP;
 }
 
-/**
- * Markers of what the first walk looks for; a part holding none of them needs no first walk.
- * Searched in the bytes read as latin1 (one character per byte), in one pass.
- */
+/** Markers of what the first walk looks for; a part holding none of them needs no first walk. */
 const FIRST_WALK_MARKERS = /fldChar|instrText|definedName|oleObj|control/;
 
 /**
  * A start tag of an element holding a formula (`f` in a cell or `xm:f`, or one of
- * {@link RULE_FORMULAS}) under any prefix, in the bytes read as latin1:
- * element names cannot be written with references (XML 1.0 §2.3, §4.1), so an ASCII-compatible
- * part holding a formula holds this. The prefix may be any name, non-ASCII included.
+ * {@link RULE_FORMULAS}) under any prefix: element names cannot be written with references
+ * (XML 1.0 §2.3, §4.1), so a part holding a formula holds this. The prefix may be any name.
  */
 const FORMULA_TAG =
   /<(?:[^\s<>/:="'!?]+:)?(?:f|formula[12]?|calculatedColumnFormula|totalsRowFormula)[\s/>]/;
 
-function needsFirstWalk(bytes: Uint8Array, contentType: string): boolean {
-  // UTF-16 (a byte order mark) cannot be searched byte-wise: it always gets the first walk.
-  if (bytes[0] === 0xff || bytes[0] === 0xfe) return true;
-  const latin1 = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
-  if (
-    contentType.includes('sheet') &&
-    FORMULA_TAG.test(latin1) &&
-    mayHoldRefusedFormula(decodeXmlText(bytes))
-  ) {
+function needsFirstWalk(text: string, contentType: string): boolean {
+  if (contentType.includes('sheet') && FORMULA_TAG.test(text) && mayHoldRefusedFormula(text)) {
     return true;
   }
-  return FIRST_WALK_MARKERS.test(latin1);
+  return FIRST_WALK_MARKERS.test(text);
 }
 
 /** Formula start tags (see {@link FORMULA_TAG}), to the `>` that most likely ends them. */
@@ -547,7 +537,7 @@ interface FirstWalk {
 }
 
 async function collectDropped(
-  bytes: Uint8Array,
+  text: string,
   what: string,
   findings: FindingTally,
   pace: Pace,
@@ -578,7 +568,7 @@ async function collectDropped(
     }
   };
   await walkXmlPaced(
-    bytes,
+    text,
     what,
     {
       open(element, ancestors) {
@@ -637,11 +627,11 @@ async function collectDropped(
           if (frame) dropped.add(frame.index);
         }
       },
-      text(text) {
-        if (instrText) instrText.instruction += text;
-        if (formula) formula.text += text;
-        if (definedName) definedName.text += text;
-        if (ruleFormula) ruleFormula.text += text;
+      text(value) {
+        if (instrText) instrText.instruction += value;
+        if (formula) formula.text += value;
+        if (definedName) definedName.text += value;
+        if (ruleFormula) ruleFormula.text += value;
       },
       close(element) {
         if (

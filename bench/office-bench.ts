@@ -94,6 +94,12 @@ function cases(large: boolean): Case[] {
       images: false,
       build: () => buildWordDocument('docx', { texts: words(100_000, 3) }),
     },
+    {
+      name: 'docx table of contents, 20k entries (40k fields)',
+      extension: 'docx',
+      images: false,
+      build: () => buildWordDocument('docx', { texts: words(20_000, 12), tableOfContents: true }),
+    },
     ...(large
       ? [
           {

@@ -480,24 +480,73 @@ const INSTRUCTION_START = /<(?:[^\s<>/:="'!?]+:)?(?:instrText|delInstrText)(?=[\
  * (the next piece could lengthen its keyword), or is removed when judged on its own counts as a
  * possible removal. Otherwise every piece is a kept instruction on its own and a field's keyword
  * is its first piece's, so no field is removed (a `MACROBUTTON`, removed, always takes the walk).
+ * An instruction piece is read as {@link anyRawContent} reads it.
  * Verify before release judges every field kept, whatever this decides.
  */
 export function mayHoldRefusedField(text: string): boolean {
-  for (const match of text.matchAll(INSTRUCTION_START)) {
+  return anyRawContent(
+    text,
+    INSTRUCTION_START,
+    (content) =>
+      content.includes('&') || /[A-Za-z]$/.test(content) || classifyField(content) !== undefined,
+  );
+}
+
+/**
+ * Whether `suspect` holds for the raw content of an element `starts` finds (start tags, each to
+ * its `>`), read up to the next `<`. Content with markup in it (an element, a comment, CDATA, a
+ * processing instruction: the parser would join text around it) or never closed counts as
+ * suspect: nothing but the closing tag may follow plain content. Empty elements are skipped.
+ */
+function anyRawContent(
+  text: string,
+  starts: RegExp,
+  suspect: (content: string) => boolean,
+): boolean {
+  for (const match of text.matchAll(starts)) {
     if (match[0].endsWith('/>')) continue;
     const start = match.index + match[0].length;
     const end = text.indexOf('<', start);
-    if (end < 0 || text[end + 1] !== '/') return true;
-    const content = text.slice(start, end);
-    if (
-      content.includes('&') ||
-      /[A-Za-z]$/.test(content) ||
-      classifyField(content) !== undefined
-    ) {
-      return true;
-    }
+    if (end < 0 || text[end + 1] !== '/' || suspect(text.slice(start, end))) return true;
   }
   return false;
+}
+
+/**
+ * The complex fields open at a point of a walk (ECMA-376 Part 1 §17.16.18: begin, instruction,
+ * separate, result, end; fields nest). Both walks of a part follow fields with it.
+ */
+class OpenFields<F extends { inInstruction: boolean }> {
+  readonly #open: F[] = [];
+
+  /**
+   * A `w:fldChar` of type `type`: `begin` opens `opened()`, `separate` ends the innermost field's
+   * instruction, `end` closes it. The field the mark belongs to, or `undefined` for a stray
+   * mark (a separator or an end with no field open).
+   */
+  mark(type: string | undefined, opened: () => F): F | undefined {
+    if (type === 'begin') {
+      const field = opened();
+      this.#open.push(field);
+      return field;
+    }
+    const top = this.#open.at(-1);
+    if (top === undefined) return undefined;
+    if (type === 'separate') top.inInstruction = false;
+    else if (type === 'end') this.#open.pop();
+    return top;
+  }
+
+  /** The field an instruction here belongs to, or `undefined` (outside a field's instruction). */
+  instruction(): F | undefined {
+    const top = this.#open.at(-1);
+    return top?.inInstruction === true ? top : undefined;
+  }
+
+  /** Fields never closed, outermost first. */
+  unclosed(): readonly F[] {
+    return this.#open;
+  }
 }
 
 /**
@@ -505,19 +554,14 @@ export function mayHoldRefusedField(text: string): boolean {
  * open, an instruction outside a field's instruction. Fed every `w:` element in document order.
  */
 function strayFieldMarks(): (element: XmlElementNode) => boolean {
-  const fields: { inInstruction: boolean }[] = [];
+  const fields = new OpenFields<{ inInstruction: boolean }>();
   return (element) => {
     if (element.localName === 'fldChar') {
       const type = attribute(element, NS.w, 'fldCharType');
-      const top = fields.at(-1);
-      if (type === 'begin') fields.push({ inInstruction: true });
-      else if (!top) return true;
-      else if (type === 'separate') top.inInstruction = false;
-      else if (type === 'end') fields.pop();
-      return false;
+      return fields.mark(type, () => ({ inInstruction: true })) === undefined;
     }
     if (element.localName === 'instrText' || element.localName === 'delInstrText') {
-      return fields.at(-1)?.inInstruction !== true;
+      return fields.instruction() === undefined;
     }
     return false;
   };
@@ -529,32 +573,23 @@ const FORMULA_START =
 
 /**
  * Whether a formula in the part's text might be one {@link classifyFormula} refuses, so that the
- * first walk must find it. Each formula's raw content is read up to the next `<`: content holding
- * markup (an element, a comment, CDATA, a processing instruction: the parser would join text
- * around it) or a character reference (which can spell anything) counts as a possible refusal;
+ * first walk must find it. Each formula's raw content is read (see {@link anyRawContent}): content
+ * holding markup or a character reference (which can spell anything) counts as a possible refusal;
  * plain content is the formula's text but for predefined entities, which only spell `&<>"'`, so
  * testing it for a `|`, a `[` and a digit, or a calling function with the same expression as
  * `classifyFormula` is a superset of what that refuses (string literals are not even skipped).
  * Verify before release screens every formula kept, whatever this decides.
  */
 export function mayHoldRefusedFormula(text: string): boolean {
-  for (const match of text.matchAll(FORMULA_START)) {
-    if (match[0].endsWith('/>')) continue;
-    const start = match.index + match[0].length;
-    const end = text.indexOf('<', start);
-    // Nothing but the closing tag may follow the formula's text.
-    if (end < 0 || text[end + 1] !== '/') return true;
-    const content = text.slice(start, end);
-    if (
+  return anyRawContent(
+    text,
+    FORMULA_START,
+    (content) =>
       content.includes('|') ||
       content.includes('&#') ||
       /\[\d/.test(content) ||
-      CALLING_FUNCTIONS.test(content)
-    ) {
-      return true;
-    }
-  }
-  return false;
+      CALLING_FUNCTIONS.test(content),
+  );
 }
 
 interface OpenField {
@@ -568,7 +603,7 @@ interface OpenField {
 /**
  * The text a `MACROBUTTON` field shows (ECMA-376 Part 1 §17.16.5, MACROBUTTON: the field's
  * display text follows the macro name in the instruction; the field has no result of its own), or
- * `undefined` for another field. Template placeholders ("[Click here and type]") are written so.
+ * `undefined` for another field. Templates write their "[Click here and type]" prompts so.
  */
 export function macroButtonText(instruction: string): string | undefined {
   const match = /^\s*MACROBUTTON\s+\S+\s*([\s\S]*)$/i.exec(instruction);
@@ -606,7 +641,7 @@ async function collectDropped(
   const dropped = new Set<number>();
   const shown = new Map<number, string>();
   const lessened = new Map<number, number>();
-  const fields: OpenField[] = [];
+  const fields = new OpenFields<OpenField>();
   let instrText: OpenField | undefined;
   let formula:
     { index: number; text: string; shared: string | undefined; master: boolean } | undefined;
@@ -635,33 +670,27 @@ async function collectDropped(
       open(element, ancestors) {
         if (element.uri === NS.w && element.localName === 'fldChar') {
           const type = attribute(element, NS.w, 'fldCharType');
-          const top = fields.at(-1);
-          if (type === 'begin') {
-            fields.push({
-              indexes: [element.index],
-              instruction: '',
-              inInstruction: true,
-              firstInstruction: undefined,
-            });
-          } else if (!top) {
-            dropped.add(element.index);
-          } else if (type === 'separate') {
-            top.indexes.push(element.index);
-            top.inInstruction = false;
-          } else if (type === 'end') {
-            top.indexes.push(element.index);
-            fields.pop();
-            finishField(top);
+          const field = fields.mark(type, () => ({
+            indexes: [],
+            instruction: '',
+            inInstruction: true,
+            firstInstruction: undefined,
+          }));
+          if (field === undefined) dropped.add(element.index);
+          // A mark of another type stays with its field's fate undecided, as it always did.
+          else if (type === 'begin' || type === 'separate' || type === 'end') {
+            field.indexes.push(element.index);
+            if (type === 'end') finishField(field);
           }
         } else if (
           element.uri === NS.w &&
           (element.localName === 'instrText' || element.localName === 'delInstrText')
         ) {
-          const top = fields.at(-1);
-          if (top?.inInstruction === true) {
-            top.indexes.push(element.index);
-            if (element.localName === 'instrText') top.firstInstruction ??= element.index;
-            instrText = top;
+          const field = fields.instruction();
+          if (field !== undefined) {
+            field.indexes.push(element.index);
+            if (element.localName === 'instrText') field.firstInstruction ??= element.index;
+            instrText = field;
           } else {
             dropped.add(element.index);
           }
@@ -731,7 +760,7 @@ async function collectDropped(
     },
     pace,
   );
-  for (const field of fields) finishField(field);
+  for (const field of fields.unclosed()) finishField(field);
   // A shared formula's dependents carry no text of their own; without the master they break.
   for (const shared of sharedFormulas) {
     if (droppedShared.has(shared.si)) dropped.add(shared.index);

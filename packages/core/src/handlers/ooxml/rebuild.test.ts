@@ -26,6 +26,15 @@ import { cleaned, findingsOf } from '../../test-support.ts';
 const SML_NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
 const R_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
 const WORKSHEET_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml';
+const WML_NS = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+
+/** A docx of one part, its main document `data`. */
+function wordPackage(data: string | Uint8Array): Promise<Buffer> {
+  return buildOpcPackage(
+    [{ name: 'word/document.xml', contentType: OOXML_MAIN_TYPES.docx, data }],
+    [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+  );
+}
 
 /**
  * An xlsx whose workbook lists these worksheets in order (`xl/worksheets/sheetN.xml`, relationship
@@ -152,16 +161,8 @@ describe('OOXML rebuild', () => {
   });
 
   it('keeps the result, not the instruction, of a MACROBUTTON field that has one', async () => {
-    const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
-    const input = await buildOpcPackage(
-      [
-        {
-          name: 'word/document.xml',
-          contentType: OOXML_MAIN_TYPES.docx,
-          data: `<d:document xmlns:d="${W}"><d:body><d:p><d:r><d:fldChar d:fldCharType="begin"/></d:r><d:r><d:instrText>MACROBUTTON Run shown</d:instrText></d:r><d:r><d:fldChar d:fldCharType="separate"/></d:r><d:r><d:t>result</d:t></d:r><d:r><d:fldChar d:fldCharType="end"/></d:r></d:p><d:p><d:r><d:fldChar d:fldCharType="begin"/></d:r><d:r><d:instrText>MACROBUTTON Run2 under a prefix</d:instrText></d:r><d:r><d:fldChar d:fldCharType="end"/></d:r></d:p></d:body></d:document>`,
-        },
-      ],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    const input = await wordPackage(
+      `<d:document xmlns:d="${WML_NS}"><d:body><d:p><d:r><d:fldChar d:fldCharType="begin"/></d:r><d:r><d:instrText>MACROBUTTON Run shown</d:instrText></d:r><d:r><d:fldChar d:fldCharType="separate"/></d:r><d:r><d:t>result</d:t></d:r><d:r><d:fldChar d:fldCharType="end"/></d:r></d:p><d:p><d:r><d:fldChar d:fldCharType="begin"/></d:r><d:r><d:instrText>MACROBUTTON Run2 under a prefix</d:instrText></d:r><d:r><d:fldChar d:fldCharType="end"/></d:r></d:p></d:body></d:document>`,
     );
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.docx' }));
     expect(findingsOf(outcome)).toEqual({ 'vba-macro': 2 });
@@ -172,7 +173,6 @@ describe('OOXML rebuild', () => {
   });
 
   it('keeps fields that compute from the document and drops field marks outside any field', async () => {
-    const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
     const run = (inner: string): string => `<w:r>${inner}</w:r>`;
     const mark = (type: string): string => run(`<w:fldChar w:fldCharType="${type}"/>`);
     const field = (instruction: string, result: string): string =>
@@ -182,16 +182,7 @@ describe('OOXML rebuild', () => {
       // Stray marks: a separator and an end with no field open, an instruction outside a field.
       `<w:p>${mark('separate')}${run('<w:instrText> PAGE </w:instrText>')}${run('<w:t>text</w:t>')}${mark('end')}</w:p>`;
     const build = (extra: string): Promise<Buffer> =>
-      buildOpcPackage(
-        [
-          {
-            name: 'word/document.xml',
-            contentType: OOXML_MAIN_TYPES.docx,
-            data: `<w:document xmlns:w="${W}"><w:body>${body}${extra}</w:body></w:document>`,
-          },
-        ],
-        [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
-      );
+      wordPackage(`<w:document xmlns:w="${WML_NS}"><w:body>${body}${extra}</w:body></w:document>`);
     // Every instruction kept on its own: the rewrite decides the stray marks as they come. With
     // a removed field beside them, the first walk decides; both write the same.
     const plain = cleaned(await disarm({ bytes: await build(''), fileName: 'a.docx' }));
@@ -218,22 +209,14 @@ describe('OOXML rebuild', () => {
   });
 
   it('finds fields and formulas in UTF-16 parts too, and writes the parts as UTF-8', async () => {
-    const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
     const utf16 = (text: string, bigEndian = false): Buffer => {
       const little = Buffer.from(`\uFEFF${text}`, 'utf16le');
       return bigEndian ? Buffer.from(little).swap16() : little;
     };
-    const document = await buildOpcPackage(
-      [
-        {
-          name: 'word/document.xml',
-          contentType: OOXML_MAIN_TYPES.docx,
-          data: utf16(
-            `<w:document xmlns:w="${W}"><w:body><w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> DDEAUTO cmd "/c calc" </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>Grüße</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p></w:body></w:document>`,
-          ),
-        },
-      ],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+    const document = await wordPackage(
+      utf16(
+        `<w:document xmlns:w="${WML_NS}"><w:body><w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> DDEAUTO cmd "/c calc" </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>Grüße</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p></w:body></w:document>`,
+      ),
     );
     const word = cleaned(await disarm({ bytes: document, fileName: 'a.docx' }));
     expect(findingsOf(word)).toEqual({ 'dde-link': 1 });
@@ -561,15 +544,8 @@ describe('OOXML rebuild', () => {
   it('refuses a long part that breaks near its end, after its start was already written', async () => {
     const paragraphs = '<w:p><w:r><w:t>Line of text</w:t></w:r></w:p>'.repeat(60_000);
     const document = (tail: string): Promise<Buffer> =>
-      buildOpcPackage(
-        [
-          {
-            name: 'word/document.xml',
-            contentType: OOXML_MAIN_TYPES.docx,
-            data: `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraphs}${tail}</w:body></w:document>`,
-          },
-        ],
-        [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
+      wordPackage(
+        `<w:document xmlns:w="${WML_NS}"><w:body>${paragraphs}${tail}</w:body></w:document>`,
       );
     // 2.8 MB of good XML, then an unclosed element: the rewrite has handed on chunks by then.
     const broken = await disarm({ bytes: await document('<w:p>'), fileName: 'a.docx' });
@@ -734,10 +710,7 @@ describe('OOXML rebuild', () => {
     expect(await disarm({ bytes: workbook, fileName: 'a.docx' })).toMatchObject({
       reason: 'invalid_file',
     });
-    const broken = await buildOpcPackage(
-      [{ name: 'word/document.xml', contentType: OOXML_MAIN_TYPES.docx, data: '<w:document' }],
-      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
-    );
+    const broken = await wordPackage('<w:document');
     expect(await disarm({ bytes: broken, fileName: 'a.docx' })).toMatchObject({
       reason: 'invalid_file',
     });

@@ -417,10 +417,11 @@ class Utf8Output {
 /**
  * Re-serialises a part (its {@link partText}) from parser events: UTF-8, a fresh XML
  * declaration, namespaces and attributes as written, no comments, no processing instructions, no
- * DOCTYPE (refused, see {@link walkXml}). Each element passes through `rules.element`. The part is parsed in slices
- * with `pace` between them and its output handed on in chunks as it is made, so the zip writer
- * deflates the start of a long part while the rest is rewritten. A rejection can come after
- * chunks were handed on: a consumer that must not see part of a refused part collects first.
+ * DOCTYPE (refused, see {@link walkXml}). Each element passes through `rules.element`. The part
+ * is parsed in slices with `pace` between them and its output handed on in chunks as it is made,
+ * so the zip writer deflates the start of a long part while the rest is rewritten. A rejection
+ * can come after chunks were handed on: a consumer that must not see part of a refused part
+ * collects first.
  */
 export async function* rewriteXml(
   source: string,

@@ -120,6 +120,12 @@ describe('the disarm launcher (package.json bin)', () => {
       },
     );
     expect(tracked.code, tracked.stderr).toBe(0);
+    // `npm ci` links bins as the lockfile records them, not as package.json says: a stale entry
+    // (the built dist/cli.mjs, absent at install) left `npx disarm` unlinked in a fresh clone.
+    const lock = JSON.parse(await readFile(join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { bin?: Record<string, string> }>;
+    };
+    expect(lock.packages['packages/node']?.bin).toEqual({ disarm: 'bin/disarm.mjs' });
   });
 
   it('loads the build, or says how to build it', async () => {

@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import {
   buildImage,
   buildOdf,
+  buildOfficeDocument,
   buildZip,
   COMPOUND_FIXTURES,
   EICAR_TEST_FILE,
@@ -208,6 +209,20 @@ describe('disarm()', () => {
       );
       expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
       expect(outcome.status === 'rejected' && outcome.detail).toContain('image-metadata');
+    });
+
+    it('names the refused kind in its sentence, a name keeping its capitals', async () => {
+      const policy = { 'vba-macro': 'reject', 'image-metadata': 'reject' } as const;
+      const docm = await buildOfficeDocument('docm', { vba: true });
+      const macro = await disarm({ bytes: docm, fileName: 'a.docm' }, { policy });
+      expect(macro.status === 'rejected' && macro.detail).toBe(
+        'the file contains VBA macro project (vba-macro), which the content policy rejects',
+      );
+      const jpeg = await buildImage('jpeg', { exif: { Artist: 'x' } });
+      const photo = await disarm({ bytes: jpeg, fileName: 'a.jpg' }, { policy });
+      expect(photo.status === 'rejected' && photo.detail).toMatch(
+        /^the file contains image metadata \(EXIF, .*\(image-metadata\), which the content policy rejects$/,
+      );
     });
 
     it('applies to archive members', async () => {

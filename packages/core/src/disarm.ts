@@ -201,8 +201,12 @@ async function processFile(input: FileInput, context: EngineContext): Promise<Re
   };
 }
 
+/** A finding kind in a sentence: its label lower-cased unless it starts with a name. */
 function describe(kind: FindingKind): string {
-  return `${FINDING_KINDS[kind].charAt(0).toLowerCase()}${FINDING_KINDS[kind].slice(1)} (${kind})`;
+  const label = FINDING_KINDS[kind];
+  // "VBA", "PDF", "ActiveX", "OpenDocument" and "Excel" keep their capitals.
+  const common = /^[A-Z][a-z]+\b/.test(label) && !label.startsWith('Excel');
+  return `${common ? label.charAt(0).toLowerCase() + label.slice(1) : label} (${kind})`;
 }
 
 async function scan(input: FileInput, context: EngineContext): Promise<string[]> {

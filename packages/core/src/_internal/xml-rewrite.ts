@@ -3,29 +3,11 @@ import type { SaxesTagNS } from 'saxes';
 
 import type { Deadline } from '../limits.ts';
 import { Rejection } from './rejection.ts';
+import { MAX_XML_ELEMENTS, XmlReader } from './xml-reader.ts';
+import type { XmlAttributeNode, XmlElementNode, XmlWalker } from './xml-reader.ts';
 import { decodeXmlText, MAX_XML_PART_BYTES, xmlDecoder } from './xml.ts';
 
-/** One attribute as written, with its namespace resolved (saxes's own record, not a copy). */
-export interface XmlAttributeNode {
-  /** Qualified name as written, e.g. `r:id` or `xmlns:w`. */
-  readonly name: string;
-  readonly uri: string;
-  /** Name without its prefix. */
-  readonly local: string;
-  readonly value: string;
-}
-
-/** An element start, numbered in document order (0 for the root). */
-export interface XmlElementNode {
-  /** Ordinal of the element in document order; the same in every walk of the same bytes. */
-  readonly index: number;
-  readonly name: string;
-  readonly uri: string;
-  readonly localName: string;
-  /** `uri localName`, the key the rule tables are looked up by (built once per element). */
-  readonly key: string;
-  readonly attributes: readonly XmlAttributeNode[];
-}
+export type { XmlAttributeNode, XmlElementNode, XmlWalker } from './xml-reader.ts';
 
 /** What a rewrite does with an element. */
 export type ElementDecision =
@@ -51,13 +33,6 @@ export const KEEP: ElementDecision = Object.freeze({ action: 'keep' });
 export const DROP: ElementDecision = Object.freeze({ action: 'drop' });
 export const UNWRAP: ElementDecision = Object.freeze({ action: 'unwrap' });
 
-/** Element and text events of one walk over a part. */
-export interface XmlWalker {
-  open?(element: XmlElementNode, ancestors: readonly XmlElementNode[]): void;
-  close?(element: XmlElementNode): void;
-  text?(text: string, ancestors: readonly XmlElementNode[]): void;
-}
-
 /** Rules of one rewrite. */
 export interface XmlRewriteRules {
   element(element: XmlElementNode, ancestors: readonly XmlElementNode[]): ElementDecision;
@@ -67,9 +42,6 @@ export interface XmlRewriteRules {
    */
   dropWhenEmpty?(element: XmlElementNode): boolean;
 }
-
-/** Elements one part may hold; beyond this the part is refused, not parsed on. */
-const MAX_XML_ELEMENTS = 5_000_000;
 
 /**
  * Called between slices of a long part: gives the event loop a turn (zlib, deflating the part
@@ -102,18 +74,15 @@ export function paceWith(deadline: Pick<Deadline, 'check'>): Pace {
 const SLICE_UNITS = 16 * 1024;
 
 /**
- * Walks a part's elements and text with saxes. A document type declaration makes the part
- * `invalid_file` (the documented rule: OOXML and ODF parts never need one, and entity expansion
- * and external entities live there); saxes itself never loads a DTD, expands a non-predefined
- * entity or fetches anything, so an undeclared entity reference is a well-formedness error.
- * Comments and processing instructions are not reported.
+ * Walks a part's elements and text with the rebuild's {@link XmlReader}. A document type
+ * declaration makes the part `invalid_file` (the documented rule: OOXML and ODF parts never need
+ * one, and entity expansion and external entities live there), so no entity but the predefined
+ * ones exists and nothing is fetched. Comments and processing instructions are not reported.
  * @throws {Rejection} `invalid_file` for malformed XML or a DOCTYPE; `file_too_large` past
  *   {@link MAX_XML_PART_BYTES}.
  */
 export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): void {
-  const walk = new XmlWalk(what, walker);
-  walk.write(partText(bytes, what));
-  walk.close();
+  new XmlReader(partText(bytes, what), what, walker).read();
 }
 
 /**
@@ -126,21 +95,22 @@ export async function walkXmlPaced(
   walker: XmlWalker,
   pace: Pace,
 ): Promise<void> {
-  const walk = new XmlWalk(what, walker);
-  for (const slice of slices(text)) {
-    walk.write(slice);
+  const reader = new XmlReader(text, what, walker);
+  while (!reader.done) {
+    reader.read(SLICE_UNITS);
     await pace();
   }
-  walk.close();
 }
 
 /**
- * {@link walkXml} over a part that arrives in chunks: each chunk is decoded and parsed as it
- * comes, so a part can be checked while it is still being written. Same rules, same rejections.
+ * A walk over a part that arrives in chunks, with saxes: each chunk is decoded and parsed as it
+ * comes, so a part can be checked while it is still being written. This is the verify step's
+ * reader, independent of the rebuild's {@link XmlReader}: a DOCTYPE or malformed XML is
+ * `invalid_file` here too.
  */
 export class XmlChunkWalk {
   readonly #what: string;
-  readonly #walk: XmlWalk;
+  readonly #walk: SaxesWalk;
   #decoder: TextDecoder | undefined;
   /** The first byte, kept until the second tells whether the two are a UTF-16 byte-order mark. */
   #head: Uint8Array | undefined;
@@ -148,7 +118,7 @@ export class XmlChunkWalk {
 
   constructor(what: string, walker: XmlWalker) {
     this.#what = what;
-    this.#walk = new XmlWalk(what, walker);
+    this.#walk = new SaxesWalk(what, walker);
   }
 
   write(chunk: Uint8Array): void {
@@ -189,19 +159,8 @@ export function partText(bytes: Uint8Array, what: string): string {
   return decodeXmlText(bytes);
 }
 
-/** The text in slices of about {@link SLICE_UNITS}, never between the halves of a surrogate pair. */
-function* slices(text: string): Generator<string> {
-  for (let at = 0; at < text.length;) {
-    let end = Math.min(text.length, at + SLICE_UNITS);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
-    yield text.slice(at, end);
-    at = end;
-  }
-}
-
 /** One saxes parse reporting to a walker; `write` and `close` throw the part's rejection. */
-class XmlWalk {
+class SaxesWalk {
   readonly #parser = new SaxesParser({ xmlns: true, position: false });
   #failure: Rejection | undefined;
 
@@ -448,7 +407,7 @@ export async function* rewriteXml(
       frame.hasContent = true;
     }
   };
-  const walk = new XmlWalk(what, {
+  const reader = new XmlReader(source, what, {
     open(element, ancestors) {
       if (dropDepth > 0) {
         dropDepth += 1;
@@ -501,13 +460,12 @@ export async function* rewriteXml(
       out.write(escapeText(text), hold);
     },
   });
-  for (const slice of slices(source)) {
-    walk.write(slice);
+  while (!reader.done) {
+    reader.read(SLICE_UNITS);
     const chunk = out.take();
     if (chunk) yield chunk;
     await pace();
   }
-  walk.close();
   yield out.rest();
 }
 

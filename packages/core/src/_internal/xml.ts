@@ -1,6 +1,5 @@
-import { SaxesParser } from 'saxes';
-
 import { Rejection } from './rejection.ts';
+import { XmlReader } from './xml-reader.ts';
 
 /** An element start as the probes and rebuilders see it. */
 export interface XmlStartTag {
@@ -29,10 +28,10 @@ export function attributeNs(tag: XmlStartTag, uri: string, localName: string): s
 export const MAX_XML_PART_BYTES = 64 * 1024 * 1024;
 
 /**
- * Parses a well-formed XML document and reports every element start. A document type declaration
- * is refused outright: OOXML and ODF packages never need one and it is where entity-expansion
- * ("billion laughs") and external-entity attacks live. saxes itself never expands or fetches
- * entities, so nothing here can grow or reach out.
+ * Reads a well-formed XML document with the rebuild's {@link XmlReader} and reports every element
+ * start. A document type declaration is refused outright: OOXML and ODF packages never need one
+ * and it is where entity-expansion ("billion laughs") and external-entity attacks live; the
+ * reader expands and fetches nothing.
  * @throws {Rejection} `invalid_file` for malformed XML, a DOCTYPE, or more than `maxElements`.
  */
 export function scanXmlStartTags(
@@ -44,42 +43,24 @@ export function scanXmlStartTags(
   if (bytes.length > MAX_XML_PART_BYTES) {
     throw new Rejection('file_too_large', `${what} is larger than ${MAX_XML_PART_BYTES} bytes`);
   }
-  const parser = new SaxesParser({ xmlns: true, position: false });
-  let elements = 0;
-  let failure: Rejection | undefined;
-  parser.on('doctype', () => {
-    failure ??= new Rejection('invalid_file', `${what} declares a DOCTYPE, which is not allowed`);
-  });
-  parser.on('opentag', (tag) => {
-    elements += 1;
-    if (elements > maxElements) {
-      failure ??= new Rejection('invalid_file', `${what} has more than ${maxElements} elements`);
-      return;
-    }
-    const attributes: Record<string, string> = {};
-    const namespacedAttributes: XmlAttribute[] = [];
-    for (const [name, attribute] of Object.entries(tag.attributes)) {
-      attributes[name] = attribute.value;
-      namespacedAttributes.push({
-        uri: attribute.uri,
-        localName: attribute.local,
-        value: attribute.value,
-      });
-    }
-    onStart({ uri: tag.uri, localName: tag.local, attributes, namespacedAttributes });
-  });
-  parser.on('error', (error) => {
-    failure ??= new Rejection('invalid_file', `${what} is not well-formed XML: ${error.message}`);
-  });
-  try {
-    parser.write(decodeXmlText(bytes)).close();
-  } catch (error) {
-    failure ??= new Rejection(
-      'invalid_file',
-      `${what} is not well-formed XML: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  if (failure) throw failure;
+  new XmlReader(decodeXmlText(bytes), what, {
+    open(element) {
+      if (element.index >= maxElements) {
+        throw new Rejection('invalid_file', `${what} has more than ${maxElements} elements`);
+      }
+      const attributes: Record<string, string> = {};
+      const namespacedAttributes: XmlAttribute[] = [];
+      for (const attribute of element.attributes) {
+        attributes[attribute.name] = attribute.value;
+        namespacedAttributes.push({
+          uri: attribute.uri,
+          localName: attribute.local,
+          value: attribute.value,
+        });
+      }
+      onStart({ uri: element.uri, localName: element.localName, attributes, namespacedAttributes });
+    },
+  }).read();
 }
 
 /** XML 1.0 F.1: the encoding is told by a byte-order mark, else UTF-8. */

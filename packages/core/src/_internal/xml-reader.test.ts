@@ -258,6 +258,19 @@ describe('XmlReader', () => {
     );
   });
 
+  it('reads a tag of 200k attributes in linear time, and still finds a duplicate among them', () => {
+    const attributes = Array.from({ length: 200_000 }, (_, i) => `a${i}="${i}"`).join(' ');
+    const [open] = eventsOf(`<r xmlns:p="urn:p" ${attributes} p:a1="x"/>`);
+    expect(open).toContain('["a199999","","a199999","199999"]');
+    expect(failureOf(utf8(`<r ${attributes} a123456="again"/>`))).toMatch(
+      /duplicate attribute a123456/,
+    );
+    const prefixed = Array.from({ length: 20 }, (_, i) => `p:a${i}="${i}"`).join(' ');
+    expect(failureOf(utf8(`<r xmlns:p="urn:p" xmlns:q="urn:p" ${prefixed} q:a7="x"/>`))).toMatch(
+      /duplicate attribute q:a7/,
+    );
+  });
+
   it('hands on what a walker throws, its rejection as the part’s', () => {
     const refusal = new Rejection('policy_violation', 'no');
     const reader = new XmlReader('<r><a/></r>', 'part', {

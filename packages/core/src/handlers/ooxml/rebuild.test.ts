@@ -560,6 +560,28 @@ describe('OOXML rebuild', () => {
     cleaned(await disarm({ bytes: await document(''), fileName: 'a.docx' }));
   });
 
+  it('refuses a part read strictly: XML 1.1, a padded namespace name, a local name that is none', async () => {
+    const body = '<w:body><w:p><w:r><w:t>text</w:t></w:r></w:p></w:body>';
+    for (const [part, reason] of [
+      [
+        `<?xml version="1.1" encoding="UTF-8"?><w:document xmlns:w="${WML_NS}">${body}</w:document>`,
+        /document\.xml is not well-formed XML: malformed XML declaration/,
+      ],
+      [
+        `<w:document xmlns:w=" ${WML_NS}">${body}</w:document>`,
+        /document\.xml is not well-formed XML: the namespace name of w has white space at its ends/,
+      ],
+      [
+        `<w:document xmlns:w="${WML_NS}">${body}<w:-x/></w:document>`,
+        /document\.xml is not well-formed XML: malformed start tag: no name after the prefix/,
+      ],
+    ] as const) {
+      const outcome = await disarm({ bytes: await wordPackage(part), fileName: 'a.docx' });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      expect(outcome.status === 'rejected' && outcome.detail).toMatch(reason);
+    }
+  });
+
   it('runs out of time inside a long part with ERR_TIMEOUT, not after it', async () => {
     const input = await buildWordDocument('docx', {
       texts: Array.from({ length: 100_000 }, (_, i) => `paragraph ${i} of a long document`),

@@ -69,6 +69,21 @@ describe('rewriteXml', () => {
     );
   });
 
+  it('writes an element emptied by a rollback as <e/>, whether its > was encoded or not', async () => {
+    const rules: XmlRewriteRules = {
+      element: (element) =>
+        element.localName === 'name' ? { action: 'drop' } : { action: 'keep' },
+      dropWhenEmpty: (element) => element.localName === 'names',
+    };
+    const filler = `<p>${'x'.repeat(100_000)}</p>`;
+    // The `>` of <keep> still gathered, then already encoded (white space inside the container
+    // pushes the output past an encoding step before the container is rolled back).
+    for (const inside of ['', ' '.repeat(300_000)]) {
+      const input = `<r>${filler}<keep><names>${inside}<name>gone</name></names></keep><e></e></r>`;
+      expect(await rewrite(input, rules)).toBe(`${DECLARATION}<r>${filler}<keep/><e/></r>`);
+    }
+  });
+
   it('refuses a DOCTYPE and malformed XML as invalid_file, also deep into a long part', async () => {
     const doctype = '<!DOCTYPE r [<!ENTITY a "aaaa">]><r>&a;</r>';
     await expect(rewrite(doctype, keepAll)).rejects.toThrow(Rejection);

@@ -297,22 +297,29 @@ const ENCODE_EVERY = 64 * 1024;
  * UTF-8 output of a rewrite. Text is gathered in a string (V8 joins it cheaply) and encoded into
  * one growing buffer every {@link ENCODE_EVERY} units: no list of millions of pieces, and no
  * native call per tag. Positions count UTF-16 units written so far. Text after `hold` (the start
- * of an open container that may still be rolled back) stays unencoded until the hold moves.
+ * of an open container that may still be rolled back) stays unencoded until the hold moves. The
+ * last piece written is kept apart from the rest, so that turning the `>` of a start tag just
+ * written into `/>` touches that piece only (changing the end of the gathered string would copy
+ * all of it, for every empty element: 0.18 s of a 12 MB table of contents).
  */
 class Utf8Output {
   #buffer = Buffer.allocUnsafe(64 * 1024);
   #bytes = 0;
   #encodedUnits = 0;
+  /** Text gathered and not encoded yet, but for the last piece. */
   #pending = '';
+  /** The last piece written. */
+  #last = '';
   #nextEncode = ENCODE_EVERY;
 
   get position(): number {
-    return this.#encodedUnits + this.#pending.length;
+    return this.#encodedUnits + this.#pending.length + this.#last.length;
   }
 
   /** Appends text; encodes what is gathered up to `hold()` once enough is gathered. */
   write(text: string, hold: () => number): void {
-    this.#pending += text;
+    this.#pending += this.#last;
+    this.#last = text;
     if (this.#pending.length < this.#nextEncode) return;
     const units = Math.min(this.#pending.length, Math.max(0, hold() - this.#encodedUnits));
     this.#encode(units);
@@ -323,11 +330,17 @@ class Utf8Output {
   /** Forgets everything written from `position` on (never before a hold, see `write`). */
   rollback(position: number): void {
     if (position < this.#encodedUnits) throw new Error('rollback past encoded output');
-    this.#pending = this.#pending.slice(0, position - this.#encodedUnits);
+    this.#pending = (this.#pending + this.#last).slice(0, position - this.#encodedUnits);
+    this.#last = '';
   }
 
   /** Turns the `>` just written into `/>`. */
   closeEmpty(): void {
+    if (this.#last.length > 0) {
+      this.#last = `${this.#last.slice(0, -1)}/>`;
+      return;
+    }
+    // After a rollback the `>` ends the gathered text, or was encoded already.
     if (this.#pending.length > 0) {
       this.#pending = `${this.#pending.slice(0, -1)}/>`;
       return;
@@ -352,6 +365,8 @@ class Utf8Output {
 
   /** Everything not taken yet, to the end. */
   rest(): Uint8Array {
+    this.#pending += this.#last;
+    this.#last = '';
     this.#encode(this.#pending.length);
     return new Uint8Array(this.#buffer.subarray(0, this.#bytes));
   }

@@ -271,6 +271,13 @@ describe('XmlReader', () => {
     );
   });
 
+  it('reads elements nested 256 deep and refuses a 257th level', () => {
+    const nested = (depth: number): string => `${'<a>'.repeat(depth)}${'</a>'.repeat(depth)}`;
+    expect(eventsOf(nested(256))).toHaveLength(512);
+    expect(failureOf(utf8(nested(257)))).toMatch(/elements nested deeper than 256 levels/);
+    expect(failureOf(utf8(nested(1_000_000)))).toMatch(/nested deeper than 256 levels/);
+  });
+
   it('hands on what a walker throws, its rejection as the part’s', () => {
     const refusal = new Rejection('policy_violation', 'no');
     const reader = new XmlReader('<r><a/></r>', 'part', {

@@ -582,6 +582,16 @@ describe('OOXML rebuild', () => {
     }
   });
 
+  it('refuses a part of a million nested elements at once, not after its time budget', async () => {
+    const depth = 1_000_000;
+    const part = `<w:document xmlns:w="${WML_NS}"><w:body>${'<w:p>'.repeat(depth)}${'</w:p>'.repeat(depth)}</w:body></w:document>`;
+    const outcome = await disarm({ bytes: await wordPackage(part), fileName: 'a.docx' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(
+      /document\.xml is not well-formed XML: elements nested deeper than 256 levels/,
+    );
+  });
+
   it('runs out of time inside a long part with ERR_TIMEOUT, not after it', async () => {
     const input = await buildWordDocument('docx', {
       texts: Array.from({ length: 100_000 }, (_, i) => `paragraph ${i} of a long document`),

@@ -71,7 +71,6 @@ const TEXT_RUN = /[^<&\]\u0000-\u001F\uFFFE\uFFFF]+/y;
  */
 // eslint-disable-next-line no-control-regex -- the controls XML 1.0 §2.2 [2] leaves out
 const TEXT_ON = /[^<&\r\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]+/y;
-const WHITE_SPACE = new RegExp(`${S}+`, 'y');
 /**
  * XML 1.0 §4.1 [66]-[68]: the predefined entities and character references (leading zeros
  * allowed; a value too long to be a code point fails to match, which is as not well-formed).
@@ -644,8 +643,7 @@ export class XmlReader {
     }
     text += source.slice(from, at);
     if (this.#stack.length === 0) {
-      WHITE_SPACE.lastIndex = 0;
-      if (!(WHITE_SPACE.test(text) && WHITE_SPACE.lastIndex === text.length)) {
+      if (text === '' || skipWhiteSpace(text, 0) !== text.length) {
         this.#fail('text outside the root element');
       }
     } else {

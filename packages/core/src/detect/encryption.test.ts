@@ -1,9 +1,14 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import { buildCompoundFile, buildPlainPdf, encryptPdf } from '@disarm/fixtures';
 import type { PdfEncryptionOptions } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../disarm.ts';
-import { probePdfEncryption } from './pdf-encryption.ts';
+import { emptyOwnerPasswordAccess, probePdfEncryption } from './pdf-encryption.ts';
 
 describe('encrypted PDFs', () => {
   const plain = buildPlainPdf();
@@ -47,6 +52,39 @@ describe('encrypted PDFs', () => {
       expect(probePdfEncryption(outcome.bytes)).toEqual({ state: 'open', encrypted: false });
     },
   );
+
+  it('opens AES-256 (R6) with an empty owner password: the file key is the one qpdf finds', async () => {
+    const bytes = encryptPdf(plain, { user: 'secret', owner: '', bits: 256 });
+    expect(probePdfEncryption(bytes)).toEqual({ state: 'open', encrypted: true });
+    const access = emptyOwnerPasswordAccess(bytes);
+    const directory = mkdtempSync(join(tmpdir(), 'disarm-key-'));
+    const path = join(directory, 'owner-empty.pdf');
+    writeFileSync(path, bytes);
+    const shown = execFileSync('qpdf', ['--show-encryption-key', '--show-encryption', path]);
+    rmSync(directory, { recursive: true });
+    const key = /Encryption key = ([0-9a-f]{64})/.exec(shown.toString())?.[1];
+    expect(key).toBeDefined();
+    expect(access).toEqual({
+      kind: 'file-key',
+      key: Buffer.from(key ?? '', 'hex'),
+      strings: 'AESV3',
+      streams: 'AESV3',
+    });
+    const outcome = await disarm({ bytes, fileName: 'owner-empty.pdf' });
+    expect(outcome.status).toBe('cleaned');
+    if (outcome.status !== 'cleaned') return;
+    expect(probePdfEncryption(outcome.bytes)).toEqual({ state: 'open', encrypted: false });
+  });
+
+  it('gives no owner access when the empty password is the user password or opens nothing', () => {
+    expect(
+      emptyOwnerPasswordAccess(encryptPdf(plain, { user: '', owner: 'boss', bits: 256 })),
+    ).toBeUndefined();
+    expect(
+      emptyOwnerPasswordAccess(encryptPdf(plain, { user: 'secret', owner: 'boss', bits: 256 })),
+    ).toBeUndefined();
+    expect(emptyOwnerPasswordAccess(plain)).toBeUndefined();
+  });
 
   it('takes /ID from an earlier trailer when an incremental update omits it', () => {
     const bytes = encryptPdf(plain, { user: '', owner: 'boss', bits: 128 });

@@ -1,4 +1,4 @@
-import { createCipheriv, createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
 
 import { asBuffer, ascii, indexOfBytes } from '../_internal/bytes.ts';
 
@@ -45,9 +45,58 @@ const PASSWORD_PAD = Buffer.from(
  * `/Standard` (certificates, plug-ins) always needs something the submitter did not send.
  */
 export function probePdfEncryption(bytes: Uint8Array): PdfEncryption {
+  const found = findStandardHandler(bytes);
+  if (found === undefined) return { state: 'open', encrypted: false };
+  if ('state' in found) return found;
+  return emptyPasswordAccess(found.dictionary, found.id) !== undefined
+    ? { state: 'open', encrypted: true }
+    : {
+        state: 'password',
+        detail: 'the PDF needs a user password to open; it cannot be rebuilt without it',
+      };
+}
+
+/**
+ * What the empty password, taken as the owner password, yields for a parser that only knows user
+ * passwords: for revisions 2-4 the user password it decrypts `/O` into (ISO 32000-1 7.6.3.4
+ * Algorithm 7), for revisions 5-6 the file encryption key it decrypts `/OE` into (ISO 32000-2
+ * 7.6.4.3.3 Algorithm 2.A step d), with the crypt filter methods of strings and streams
+ * (7.6.5, `/StrF` and `/StmF`; `Identity` when absent).
+ */
+export type OwnerAccess =
+  | { readonly kind: 'user-password'; readonly password: Uint8Array }
+  | {
+      readonly kind: 'file-key';
+      readonly key: Uint8Array;
+      readonly strings: string;
+      readonly streams: string;
+    };
+
+/**
+ * How the empty password opens an encrypted PDF as its owner password, when it does not open it
+ * as the user password (a PDF 2.0 writer may leave the owner password empty: any reader then
+ * opens the file without asking). Undefined otherwise.
+ */
+export function emptyOwnerPasswordAccess(bytes: Uint8Array): OwnerAccess | undefined {
+  const found = findStandardHandler(bytes);
+  if (found === undefined || 'state' in found) return undefined;
+  const access = emptyPasswordAccess(found.dictionary, found.id);
+  return access === undefined || access === 'user' ? undefined : access;
+}
+
+/**
+ * The document's `/Standard` encryption dictionary and first file identifier; undefined when the
+ * file is not encrypted, a `state` when it cannot be opened or read.
+ */
+function findStandardHandler(
+  bytes: Uint8Array,
+):
+  | { readonly dictionary: ReadonlyMap<string, PdfValue>; readonly id: Uint8Array }
+  | Exclude<PdfEncryption, { state: 'open' }>
+  | undefined {
   const trailers = findEncryptingTrailers(bytes);
   const trailer = trailers.at(-1);
-  if (!trailer) return { state: 'open', encrypted: false };
+  if (!trailer) return undefined;
   const reference = trailer.get('Encrypt');
   const dictionary = isRef(reference) ? findObject(bytes, reference.ref) : reference;
   if (!isDict(dictionary)) {
@@ -69,28 +118,24 @@ export function probePdfEncryption(bytes: Uint8Array): PdfEncryption {
     .find((candidate) => candidate.has('ID'))
     ?.get('ID');
   const firstId = isArray(ids) ? stringOf(ids[0]) : undefined;
-  return emptyUserPasswordOpens(dictionary, firstId ?? new Uint8Array())
-    ? { state: 'open', encrypted: true }
-    : {
-        state: 'password',
-        detail: 'the PDF needs a user password to open; it cannot be rebuilt without it',
-      };
+  return { dictionary, id: firstId ?? new Uint8Array() };
 }
 
 /**
  * A reader tries the empty password as the user password and then as the owner password (which
- * also opens the file); either opening it means the submitter needs no password.
+ * also opens the file); either opening it means the submitter needs no password. `user` when it
+ * is the user password, what it yields when it is the owner password, undefined when neither.
  */
-function emptyUserPasswordOpens(
+function emptyPasswordAccess(
   dictionary: ReadonlyMap<string, PdfValue>,
   id: Uint8Array,
-): boolean {
+): 'user' | OwnerAccess | undefined {
   const revision = numberOf(dictionary.get('R'));
   const owner = stringOf(dictionary.get('O'));
   const user = stringOf(dictionary.get('U'));
-  if (revision === undefined || !owner || !user) return false;
+  if (revision === undefined || !owner || !user) return undefined;
   if (revision === 5 || revision === 6) {
-    if (user.length < 48 || owner.length < 48) return false;
+    if (user.length < 48 || owner.length < 48) return undefined;
     const empty = Buffer.alloc(0);
     const userKey = Buffer.from(user.subarray(0, 48));
     // Algorithm 11 (user) and Algorithm 12 (owner, salted with the whole U string).
@@ -98,19 +143,37 @@ function emptyUserPasswordOpens(
       revision === 5
         ? sha256(empty, user.subarray(32, 40))
         : hardenedHash(empty, user.subarray(32, 40), empty);
+    if (equal(userHash, user.subarray(0, 32))) return 'user';
     const ownerHash =
       revision === 5
         ? sha256(empty, owner.subarray(32, 40), userKey)
         : hardenedHash(empty, owner.subarray(32, 40), userKey);
-    return equal(userHash, user.subarray(0, 32)) || equal(ownerHash, owner.subarray(0, 32));
+    if (!equal(ownerHash, owner.subarray(0, 32))) return undefined;
+    // Algorithm 2.A step d: the owner key salt gives the key that decrypts /OE (AES-256, no
+    // padding, a zero initialisation vector) into the file encryption key.
+    const ownerEncryption = stringOf(dictionary.get('OE'));
+    if (ownerEncryption === undefined || ownerEncryption.length < 32) return undefined;
+    const intermediate =
+      revision === 5
+        ? sha256(empty, owner.subarray(40, 48), userKey)
+        : hardenedHash(empty, owner.subarray(40, 48), userKey);
+    const decipher = createDecipheriv('aes-256-cbc', intermediate, Buffer.alloc(16));
+    decipher.setAutoPadding(false);
+    const key = Buffer.concat([decipher.update(ownerEncryption.subarray(0, 32)), decipher.final()]);
+    return {
+      kind: 'file-key',
+      key,
+      strings: cryptFilterMethod(dictionary, 'StrF'),
+      streams: cryptFilterMethod(dictionary, 'StmF'),
+    };
   }
-  if (revision < 2 || revision > 4 || owner.length < 32 || user.length < 32) return false;
+  if (revision < 2 || revision > 4 || owner.length < 32 || user.length < 32) return undefined;
   const version = numberOf(dictionary.get('V')) ?? 0;
   const bits = numberOf(dictionary.get('Length')) ?? 40;
   const keyBytes =
     revision === 2 ? 5 : version === 4 ? 16 : Math.min(16, Math.max(5, Math.floor(bits / 8)));
   const standard = { dictionary, id, revision, keyBytes, owner: owner.subarray(0, 32) };
-  if (userPasswordMatches(standard, PASSWORD_PAD, user)) return true;
+  if (userPasswordMatches(standard, PASSWORD_PAD, user)) return 'user';
   // Algorithm 7: the empty owner password decrypts O into the (padded) user password.
   let key = createHash('md5').update(PASSWORD_PAD).digest();
   if (revision >= 3) {
@@ -127,7 +190,22 @@ function emptyUserPasswordOpens(
         padded,
       );
   }
-  return userPasswordMatches(standard, padded, user);
+  return userPasswordMatches(standard, padded, user)
+    ? { kind: 'user-password', password: padded }
+    : undefined;
+}
+
+/**
+ * The method (`/CFM`) of the crypt filter a `/StrF` or `/StmF` entry names (ISO 32000-1 7.6.5):
+ * `Identity` for the identity filter or when the entry is absent, `None` when the named filter
+ * gives no method, the method's name otherwise.
+ */
+function cryptFilterMethod(dictionary: ReadonlyMap<string, PdfValue>, entry: string): string {
+  const name = nameOf(dictionary.get(entry)) ?? 'Identity';
+  if (name === 'Identity') return name;
+  const filters = dictionary.get('CF');
+  const filter = isDict(filters) ? filters.get(name) : undefined;
+  return (isDict(filter) ? nameOf(filter.get('CFM')) : undefined) ?? 'None';
 }
 
 interface StandardHandler {

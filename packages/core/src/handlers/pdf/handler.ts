@@ -1,8 +1,11 @@
 import { PDFDocument, ParseSpeeds } from '@cantoo/pdf-lib';
+import type { PDFContext } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
+import { emptyOwnerPasswordAccess } from '../../detect/pdf-encryption.ts';
+import { parseWithFileKey } from './decrypt.ts';
 import { disarmDocument, disarmFdf } from './disarm.ts';
 import { StreamBudget } from './streams.ts';
 import { verifyPdf } from './verify.ts';
@@ -51,11 +54,7 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     Buffer.from(body.subarray(0, 8)).toString('latin1'),
   );
 
-  const document = await context.deadline.race(loadPdf(body));
-  if (document.isEncrypted) {
-    throw new Rejection('password_protected', 'the PDF is encrypted and needs a password to open');
-  }
-  const pdfContext = document.context;
+  const pdfContext = await context.deadline.race(loadPdf(body));
   if (pdfContext.largestObjectNumber > MAX_PDF_OBJECTS) {
     throw new Rejection(
       'file_too_large',
@@ -96,7 +95,7 @@ function withoutDamagedTail(bytes: Uint8Array): Uint8Array | undefined {
   return /^\s*\d/.test(tail) ? undefined : bytes.subarray(0, at);
 }
 
-async function loadPdf(bytes: Uint8Array): Promise<PDFDocument> {
+async function loadPdf(bytes: Uint8Array): Promise<PDFContext> {
   try {
     return await parsePdf(bytes);
   } catch (error) {
@@ -107,27 +106,58 @@ async function loadPdf(bytes: Uint8Array): Promise<PDFDocument> {
   }
 }
 
-async function parsePdf(bytes: Uint8Array): Promise<PDFDocument> {
+async function parsePdf(bytes: Uint8Array): Promise<PDFContext> {
   try {
-    return await PDFDocument.load(bytes, {
-      // An empty user password opens permissions-only files (ISO 32000-1 7.6.3.3); any other
-      // encrypted file needs a password we do not have.
-      password: '',
+    return await parseWithPassword(bytes, '');
+  } catch (error) {
+    if (!(error instanceof Rejection) || error.reason !== 'password_protected') throw error;
+    // pdf-lib tries the empty password only as the user password; as the owner password it
+    // opens the file too (ISO 32000-1 7.6.3.4 Algorithm 7, ISO 32000-2 7.6.4.3.3 Algorithm 2.A).
+    const access = emptyOwnerPasswordAccess(bytes);
+    if (access === undefined) throw error;
+    if (access.kind === 'user-password') {
+      return parseWithPassword(bytes, Buffer.from(access.password).toString('latin1'));
+    }
+    try {
+      return await parseWithFileKey(bytes, access.key, access);
+    } catch (keyError) {
+      throw asRejection(keyError);
+    }
+  }
+}
+
+/** pdf-lib's own load, decrypting with a user password (pdf-lib takes its bytes as Latin-1). */
+async function parseWithPassword(bytes: Uint8Array, password: string): Promise<PDFContext> {
+  let document: PDFDocument;
+  try {
+    document = await PDFDocument.load(bytes, {
+      // The empty user password opens permissions-only files (ISO 32000-1 7.6.3.3).
+      password,
       updateMetadata: false,
       throwOnInvalidObject: false,
       parseSpeed: ParseSpeeds.Fastest,
     });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    if (/password/i.test(message)) {
-      throw new Rejection('password_protected', 'the PDF needs a password to open');
-    }
-    if (/encrypt|security handler|crypt/i.test(message)) {
-      throw new Rejection(
-        'password_protected',
-        'the PDF is encrypted in a way that needs a key we do not have',
-      );
-    }
-    throw new Rejection('invalid_file', `the PDF does not parse: ${message.slice(0, 200)}`);
+    throw asRejection(error);
   }
+  if (document.isEncrypted) {
+    throw new Rejection('password_protected', 'the PDF is encrypted and needs a password to open');
+  }
+  return document.context;
+}
+
+/** A parser's error as the rejection it means. */
+function asRejection(error: unknown): Rejection {
+  if (error instanceof Rejection) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (/password/i.test(message)) {
+    return new Rejection('password_protected', 'the PDF needs a password to open');
+  }
+  if (/encrypt|security handler|crypt/i.test(message)) {
+    return new Rejection(
+      'password_protected',
+      'the PDF is encrypted in a way that needs a key we do not have',
+    );
+  }
+  return new Rejection('invalid_file', `the PDF does not parse: ${message.slice(0, 200)}`);
 }

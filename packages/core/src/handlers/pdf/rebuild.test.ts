@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 
+import { PDFDocument } from '@cantoo/pdf-lib';
+
 import {
   buildFdf,
   buildRawPdf,
@@ -392,6 +394,95 @@ describe('the PDF rebuild', () => {
       );
       expect(text(outcome.bytes)).toBe(text(plain));
       expect(activeContent(outcome.bytes)).toEqual([]);
+    });
+
+    it.each([
+      ['', []],
+      [' in object streams', ['--object-streams=generate']],
+    ])(
+      'opens AES-256 whose owner password is empty%s (the user password is not) and rebuilds it unencrypted',
+      async (_, layout) => {
+        const encrypted = file(new Uint8Array());
+        // PDF 2.0 has no fallback from an empty owner password to the user's (ISO 32000-2
+        // 7.6.4.4.8), so any reader opens this file without asking; qpdf calls it insecure.
+        execFileSync('qpdf', [
+          ...layout,
+          '--encrypt',
+          'secret',
+          '',
+          '256',
+          '--allow-insecure',
+          '--',
+          file(plain),
+          encrypted,
+        ]);
+        expect(execFileSync('qpdf', ['--show-encryption', encrypted]).toString()).toContain(
+          'Supplied password is owner password',
+        );
+        const outcome = cleaned(await run(readFileSync(encrypted)));
+        expect(kinds(outcome)).toEqual({ 'pdf-javascript': 1 });
+        expect(
+          execFileSync('qpdf', ['--show-encryption', file(outcome.bytes)]).toString(),
+        ).toContain('File is not encrypted');
+        expect(text(outcome.bytes)).toBe(text(plain));
+        expect(activeContent(outcome.bytes)).toEqual([]);
+      },
+    );
+
+    it.each(['RC4-40', 'RC4-128', 'AES-128'] as const)(
+      'opens %s whose owner password is empty (the user password is not) and rebuilds it unencrypted',
+      async (algorithm) => {
+        // Writers fall back to the user password when given no owner password (ISO 32000-1
+        // 7.6.3.4 Algorithm 3 step a), so no tool writes this on request; the padded empty
+        // password (Algorithm 2 step a: the padding string itself) is what a reader tries.
+        const pad = '28bf4e5e4e758a4164004e56fffa01082e2e00b6d0683e802f0ca9fe6453697a';
+        const document = await PDFDocument.load(plain, { updateMetadata: false });
+        document.encrypt({
+          userPassword: 'secret',
+          ownerPassword: Buffer.from(pad, 'hex').toString('latin1'),
+          algorithm,
+          allowWeakCryptography: true,
+        });
+        const encrypted = file(await document.save({ useObjectStreams: false }));
+        const shown = execFileSync('qpdf', ['--show-encryption', encrypted]).toString();
+        expect(shown).toContain('Supplied password is owner password');
+        expect(shown).toContain('User password = secret');
+        const outcome = cleaned(await run(readFileSync(encrypted)));
+        expect(kinds(outcome)).toEqual({ 'pdf-javascript': 1 });
+        expect(
+          execFileSync('qpdf', ['--show-encryption', file(outcome.bytes)]).toString(),
+        ).toContain('File is not encrypted');
+        expect(text(outcome.bytes)).toBe(text(plain));
+        expect(activeContent(outcome.bytes)).toEqual([]);
+      },
+    );
+
+    it('refuses an empty owner password whose strings and streams use different crypt filters', async () => {
+      const encrypted = file(new Uint8Array());
+      execFileSync('qpdf', [
+        '--encrypt',
+        'secret',
+        '',
+        '256',
+        '--allow-insecure',
+        '--',
+        file(plain),
+        encrypted,
+      ]);
+      // Strings left unencrypted (/StrF /Identity) while streams are AES-256; /AuthEvent /DocOpen
+      // (the default) makes room for it, so every offset after the dictionary stays right.
+      const original = readFileSync(encrypted).toString('latin1');
+      const edited = original
+        .replace('/AuthEvent /DocOpen ', '')
+        .replace('/StrF /StdCF', `/StrF /Identity${' '.repeat(17)}`);
+      expect(edited).not.toBe(original);
+      expect(edited.length).toBe(original.length);
+      const bytes = Buffer.from(edited, 'latin1');
+      const outcome = await run(bytes);
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'password_protected' });
+      expect(outcome.status === 'rejected' && outcome.detail).toContain(
+        'strings (Identity) and streams (AESV3) differently',
+      );
     });
 
     it('rejects a PDF that needs a user password as password_protected', async () => {

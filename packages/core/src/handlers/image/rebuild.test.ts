@@ -3,6 +3,7 @@ import {
   decodePixels,
   ensureExiftool,
   exiftoolTags,
+  exiftoolWrite,
   unexpectedImageTags,
   jpegSegment,
   maxPixelDifference,
@@ -148,6 +149,44 @@ describe('image specifics', () => {
     expect(after.pageHeight).toBe(before.pageHeight);
     expect(after.delay).toEqual(before.delay);
     expect(after.loop).toEqual(before.loop);
+  });
+
+  it.each([
+    ['jpeg', 'jpg', 'File:ColorComponents'],
+    ['tiff', 'tif', 'IFD0:SamplesPerPixel'],
+  ] as const)('keeps a scanned greyscale %s one grey channel', async (format, ext, tag) => {
+    // What a scanner's grey mode writes: one 8-bit channel at 300 dpi (JPEG, or JPEG in TIFF).
+    const width = 120;
+    const height = 90;
+    const grey = Buffer.alloc(width * height);
+    for (let i = 0; i < grey.length; i += 1)
+      grey[i] = ((i % width) * 2 + Math.floor(i / width)) & 0xff;
+    const base = sharp(grey, { raw: { width, height, channels: 1 } }).toColourspace('b-w');
+    const encoded =
+      format === 'jpeg'
+        ? await base.jpeg({ quality: 90 }).toBuffer()
+        : await base.tiff({ compression: 'jpeg', quality: 90 }).toBuffer();
+    const input = exiftoolWrite(encoded, ext, [
+      '-XResolution=300',
+      '-YResolution=300',
+      '-ResolutionUnit=inches',
+    ]);
+    expect(exiftoolTags(input, ext)[tag]).toBe(1);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: `scan.${ext}` }));
+    const tags = exiftoolTags(outcome.bytes, ext);
+    expect(tags[tag]).toBe(1);
+    expect(Object.entries(tags).filter(([key]) => key.endsWith(':XResolution'))).not.toEqual([]);
+    for (const [key, value] of Object.entries(tags)) {
+      if (key.endsWith(':XResolution')) expect(value).toBe(300);
+    }
+    const [before, after] = await Promise.all(
+      [input, outcome.bytes].map((bytes) =>
+        sharp(bytes).extractChannel(0).raw().toBuffer({ resolveWithObject: true }),
+      ),
+    );
+    expect(
+      maxPixelDifference(before?.data ?? Buffer.alloc(0), after?.data ?? Buffer.alloc(1)),
+    ).toBeLessThanOrEqual(TOLERANCE.jpeg);
   });
 
   it('keeps 16-bit PNG depth and lossless WebP losslessness', async () => {

@@ -159,8 +159,12 @@ async function decodeAndEncode(
   }
   if (metadata.depth === 'ushort' && (kind === 'png' || kind === 'tiff')) {
     pipeline = pipeline.toColourspace(isGrey(metadata) ? 'grey16' : 'rgb16');
-  } else if (recognised === 'grey-gamma-2.2') {
-    // libvips' profile transform widens to three bands; a grey profile needs grey pixels.
+  } else if (
+    recognised === 'grey-gamma-2.2' ||
+    (isGrey(metadata) && (kind === 'jpeg' || kind === 'tiff'))
+  ) {
+    // libvips' profile transform widens to three bands, and sharp writes JPEG (and JPEG in
+    // TIFF) as sRGB by default: grey pixels stay one grey band, as PNG keeps them anyway.
     pipeline = pipeline.toColourspace('b-w');
   }
   try {

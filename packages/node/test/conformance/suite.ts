@@ -191,6 +191,16 @@ export function defineConformanceSuite(
           400,
           'NoFileProvided',
         );
+        // The file sent under another name: still no `file` field, and the detail says what came.
+        const misnamed = new FormData();
+        misnamed.append('document', new Blob([new Uint8Array(png)]), 'a.png');
+        const body = await problem(await submit(client, key, '', misnamed), 400, 'NoFileProvided');
+        expect(body.detail).toContain('"document"');
+        await problem(
+          await submit(client, key, '', multipart(undefined, { colour: 'red' })),
+          400,
+          'NoFileProvided',
+        );
       });
 
       it('400 UnsupportedFileType: the name decides before any byte is kept', async () => {

@@ -142,6 +142,7 @@ export async function receiveMultipart(
     let deleteAfterDownload: boolean | undefined;
     let failure: Error | undefined;
     let fileStream: Readable | undefined;
+    const unknownFields: string[] = [];
     const source = Readable.fromWeb(body as NodeReadableStream<Uint8Array>);
 
     const fail = (error: Error): void => {
@@ -164,14 +165,7 @@ export async function receiveMultipart(
     busboy.on('file', (name, stream, partFileName) => {
       if (name !== 'file') {
         stream.resume();
-        fail(
-          new ValidationError([
-            {
-              field: `form.${name}`,
-              message: 'unknown form field; only file and deleteAfterDownload are allowed',
-            },
-          ]),
-        );
+        unknownFields.push(name);
         return;
       }
       if (stored) {
@@ -227,14 +221,7 @@ export async function receiveMultipart(
           }),
         );
       } else {
-        fail(
-          new ValidationError([
-            {
-              field: `form.${name}`,
-              message: 'unknown form field; only file and deleteAfterDownload are allowed',
-            },
-          ]),
-        );
+        unknownFields.push(name);
       }
     });
     busboy.on('filesLimit', () => {
@@ -261,9 +248,25 @@ export async function receiveMultipart(
     });
     busboy.on('finish', () => {
       if (settled) return;
+      // No `file` field is NoFileProvided whatever else was sent (a file under another name
+      // included, the usual slip); unknown fields beside a file are ValidationFailed.
       if (!stored || fileName === undefined) {
+        const others = unknownFields.length === 0 ? '' : ` (it has ${formatNames(unknownFields)})`;
         fail(
-          new ProblemError('NoFileProvided', { detail: 'The multipart body has no file field.' }),
+          new ProblemError('NoFileProvided', {
+            detail: `The multipart body has no file field${others}.`,
+          }),
+        );
+        return;
+      }
+      if (unknownFields.length > 0) {
+        fail(
+          new ValidationError(
+            unknownFields.map((field) => ({
+              field: `form.${field}`,
+              message: 'unknown form field; only file and deleteAfterDownload are allowed',
+            })),
+          ),
         );
         return;
       }
@@ -283,4 +286,12 @@ export async function receiveMultipart(
     });
     source.pipe(busboy);
   });
+}
+
+/** Form field names for a message: `a`, `a and b`, `a, b and c`, JSON-quoted. */
+function formatNames(names: readonly string[]): string {
+  const quoted = names.map((name) => JSON.stringify(name));
+  return quoted.length === 1
+    ? `a field named ${quoted[0] ?? ''}`
+    : `fields named ${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1) ?? ''}`;
 }

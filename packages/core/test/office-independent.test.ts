@@ -58,6 +58,38 @@ beforeAll(async () => {
     ],
     ['basic.odt', await buildOdt({ texts, basic: true, scripts: true, image: png })],
   ];
+  // The same active content as LibreOffice writes it on conversion: a Word field it has no
+  // field of its own for becomes a fieldmark holding the instruction (and comes back as that
+  // field when the file is saved as Word again); an .xls auto-run name becomes `_xlnm_Auto_Open`.
+  const written = join(dir, 'libreoffice');
+  await mkdir(written, { recursive: true });
+  const byName = new Map(inputs);
+  for (const name of ['dde-field.docx', 'fetch.docx', 'xlm-book.xlsm']) {
+    await writeFile(join(written, name), byName.get(name) ?? new Uint8Array());
+  }
+  const convert = (format: string, files: string[]): void => {
+    execFileSync(
+      'soffice',
+      [
+        `-env:UserInstallation=file://${join(dir, 'profile')}`,
+        '--headless',
+        '--convert-to',
+        format,
+        '--outdir',
+        written,
+        ...files.map((file) => join(written, file)),
+      ],
+      { stdio: 'ignore', timeout: 240_000 },
+    );
+  };
+  convert('odt', ['dde-field.docx', 'fetch.docx']);
+  convert('xls', ['xlm-book.xlsm']);
+  convert('xlsx', ['xlm-book.xls']);
+  inputs.push(
+    ['lo-dde-field.odt', await readFile(join(written, 'dde-field.odt'))],
+    ['lo-fetch.odt', await readFile(join(written, 'fetch.odt'))],
+    ['lo-xlm-book.xlsx', await readFile(join(written, 'xlm-book.xlsx'))],
+  );
   for (const [name, input] of inputs) {
     const outcome = await disarm({ bytes: input, fileName: name });
     if (outcome.status !== 'cleaned')
@@ -102,7 +134,39 @@ async function libreOfficeText(folder: string): Promise<Record<string, string>> 
   return texts;
 }
 
+/** The Word file LibreOffice saves `folder/name` as, its document part as text. */
+function savedAsWord(folder: string, name: string): string {
+  const out = join(folder, 'docx');
+  execFileSync(
+    'soffice',
+    [
+      `-env:UserInstallation=file://${join(dir, 'profile')}`,
+      '--headless',
+      '--convert-to',
+      'docx',
+      '--outdir',
+      out,
+      join(folder, name),
+    ],
+    { stdio: 'ignore', timeout: 240_000 },
+  );
+  const docx = join(out, name.replace(/\.[^.]+$/, '.docx'));
+  return execFileSync('unzip', ['-p', docx, 'word/document.xml'], { encoding: 'utf8' });
+}
+
 describe('Office and ODT outputs, as independent readers see them', () => {
+  it('LibreOffice writes no active field back when it saves a rebuilt ODT as Word', () => {
+    for (const [name, field] of [
+      ['lo-dde-field.odt', 'DDEAUTO'],
+      ['lo-fetch.odt', 'INCLUDETEXT'],
+    ] as const) {
+      expect(savedAsWord(join(dir, 'in'), name), `input ${name}`).toContain(field);
+      const rebuilt = savedAsWord(join(dir, 'out'), name);
+      expect(rebuilt, `output ${name}`).not.toContain(field);
+      expect(rebuilt, `output ${name}`).toContain('Quarterly numbers are up');
+    }
+  }, 300_000);
+
   it('ClamAV flags every active input and no output', () => {
     const inputs = clamscanVerdicts(join(dir, 'in'), join(dir, 'disarm.ndb'));
     const outputs = clamscanVerdicts(join(dir, 'out'), join(dir, 'disarm.ndb'));

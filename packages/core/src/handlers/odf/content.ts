@@ -4,6 +4,7 @@
  * metadata beyond plain text values.
  */
 import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { classifyField } from '../ooxml/content.ts';
 import {
   DROP,
   KEEP,
@@ -33,6 +34,8 @@ export const ODF_NS = {
   dc: 'http://purl.org/dc/elements/1.1/',
   xlink: 'http://www.w3.org/1999/xlink',
   manifest: 'urn:oasis:names:tc:opendocument:xmlns:manifest:1.0',
+  /** LibreOffice's fieldmarks (not in ODF 1.3): Word fields it has no field of its own for. */
+  field: 'urn:openoffice:names:experimental:ooo-ms-interop:xmlns:field:1.0',
 } as const;
 
 /** Elements removed with everything inside them, and what they count as. */
@@ -112,17 +115,76 @@ export async function* rewriteOdfStream(
     stream.meta || !HOLDING_DROPPED.test(text)
       ? new Set<number>()
       : await occupiedDroppedElements(text, what, pace);
+  const fieldmarks =
+    stream.meta || !FIELDMARK.test(text)
+      ? new Map<number, FindingKind | undefined>()
+      : await activeFieldmarks(text, what, pace);
   yield* rewriteXml(
     text,
     what,
     {
-      element: (element, ancestors) =>
-        stream.meta
-          ? metaDecision(element, ancestors, stream)
-          : streamDecision(element, stream, occupied),
+      element: (element, ancestors) => {
+        if (stream.meta) return metaDecision(element, ancestors, stream);
+        if (fieldmarks.has(element.index)) {
+          const kind = fieldmarks.get(element.index);
+          if (kind !== undefined) stream.findings.add(kind);
+          return DROP;
+        }
+        return streamDecision(element, stream, occupied);
+      },
     },
     pace,
   );
+}
+
+/** A LibreOffice fieldmark start tag, under any prefix. */
+const FIELDMARK = /<(?:[^\s<>/:="'!?]+:)?fieldmark(?:-start)?(?=[\s/>])/;
+
+/** The fieldmark parameter that holds a Word field's instruction (LibreOffice's ODF_CODE_PARAM). */
+export const FIELD_CODE_PARAM = 'vnd.oasis.opendocument.field.code';
+
+/**
+ * LibreOffice keeps a Word field it has no field of its own for (DDEAUTO, INCLUDETEXT,
+ * MACROBUTTON, …) as a fieldmark whose `field:param` holds the instruction, and writes that
+ * field back when the document is saved as Word again. A fieldmark whose instruction the Word
+ * rules remove (`classifyField`) goes with its separator and end (each a point in the text;
+ * `field:fieldmark-start` and `-end` nest, across paragraphs), its shown text stays: the index of
+ * each such element, mapped to the finding on the start and `undefined` on the rest.
+ */
+async function activeFieldmarks(
+  text: string,
+  what: string,
+  pace: Pace,
+): Promise<Map<number, FindingKind | undefined>> {
+  const active = new Map<number, FindingKind | undefined>();
+  const open: number[] = [];
+  const isField = (element: XmlElementNode, name: string): boolean =>
+    element.uri === ODF_NS.field && element.localName === name;
+  const walker: XmlWalker = {
+    open(element, ancestors) {
+      if (isField(element, 'fieldmark-start')) {
+        open.push(element.index);
+      } else if (isField(element, 'fieldmark-separator') || isField(element, 'fieldmark-end')) {
+        const start = isField(element, 'fieldmark-end') ? open.pop() : open.at(-1);
+        if (start !== undefined && active.has(start)) active.set(element.index, undefined);
+      } else if (isField(element, 'param')) {
+        const parent = ancestors.at(-1);
+        if (
+          parent === undefined ||
+          !(isField(parent, 'fieldmark-start') || isField(parent, 'fieldmark'))
+        ) {
+          return;
+        }
+        const attribute = (local: string): string | undefined =>
+          element.attributes.find((a) => a.uri === ODF_NS.field && a.local === local)?.value;
+        if (attribute('name') !== FIELD_CODE_PARAM) return;
+        const kind = classifyField(attribute('value') ?? '');
+        if (kind !== undefined) active.set(parent.index, kind);
+      }
+    },
+  };
+  await walkXmlPaced(text, what, walker, pace);
+  return active;
 }
 
 /**

@@ -12,7 +12,15 @@ import { checkWhole, WalkedPartCheck } from '../../_internal/part-checks.ts';
 import type { PartReport } from '../../_internal/part-checks.ts';
 import type { XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
-import { internalPath, ODF_DROPPED, ODF_NS, ODF_UNWRAPPED, SCRIPT_URL } from './content.ts';
+import { classifyField } from '../ooxml/content.ts';
+import {
+  FIELD_CODE_PARAM,
+  internalPath,
+  ODF_DROPPED,
+  ODF_NS,
+  ODF_UNWRAPPED,
+  SCRIPT_URL,
+} from './content.ts';
 
 /**
  * One stream checked as its bytes come; its report lists the package paths it links (path -> the
@@ -33,6 +41,21 @@ function streamWalker(name: string, links: Map<string, string>): XmlWalker {
       const key = element.key;
       if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
         throw new VerifyFailure('odf.active-content', `${name} still holds ${element.name}`);
+      }
+      // A fieldmark's Word instruction, wherever it sits: the rebuild keeps only harmless ones.
+      if (
+        element.uri === ODF_NS.field &&
+        element.localName === 'param' &&
+        element.attributes.some(
+          (a) => a.uri === ODF_NS.field && a.local === 'name' && a.value === FIELD_CODE_PARAM,
+        )
+      ) {
+        const code =
+          element.attributes.find((a) => a.uri === ODF_NS.field && a.local === 'value')?.value ??
+          '';
+        if (classifyField(code) !== undefined) {
+          throw new VerifyFailure('odf.active-content', `${name} still holds the field ${code}`);
+        }
       }
       for (const attribute of element.attributes) {
         if (SCRIPT_URL.test(attribute.value)) {

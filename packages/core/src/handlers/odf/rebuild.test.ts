@@ -53,6 +53,28 @@ describe('ODT rebuild', () => {
     expect(text).toContain('<dc:title>Quarterly report</dc:title>');
   });
 
+  it('removes the Word fields LibreOffice keeps as fieldmarks when they are active, keeping their text', async () => {
+    const input = await buildOdt({ texts: ['Fields'], fieldmarks: true });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    // DDEAUTO (its start, separator and end, in two paragraphs) and INCLUDETEXT go; the PAGEREF
+    // nested in INCLUDETEXT's result and the checkbox stay.
+    expect(findingsOf(outcome)).toEqual({ 'dde-link': 1, 'external-relationship': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/DDEAUTO|INCLUDETEXT|attacker|__Fieldmark__1"|__Fieldmark__2"/);
+    expect(text).toContain('<text:p>first line of the result</text:p>');
+    expect(text).toContain('<text:p>second line of the result after the field</text:p>');
+    expect(text).toMatch(
+      /<text:p>included, page <field:fieldmark-start text:name="__Fieldmark__3"[^>]*>.*PAGEREF _Toc1 .*<field:fieldmark-separator\/>7<field:fieldmark-end\/><\/text:p>/,
+    );
+    expect(text).toContain('field:name="Checkbox_Checked" field:value="true"');
+    // The fieldmarks left balance: one start, one separator, one end.
+    expect(text.match(/<field:fieldmark-(start|separator|end)\b/g)).toEqual([
+      '<field:fieldmark-start',
+      '<field:fieldmark-separator',
+      '<field:fieldmark-end',
+    ]);
+  });
+
   it('removes Basic libraries, scripts, event listeners and script URLs', async () => {
     const input = await buildOdt({ basic: true, scripts: true, payload: 'Shell("calc.exe")' });
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));

@@ -128,8 +128,14 @@ export function classifyFormula(formula: string): FindingKind | undefined {
   return undefined;
 }
 
-/** Excel runs these defined names on open or close ("Auto_Open", "Auto_Open2", …). */
-const AUTO_RUN_NAME = /^(?:_xlnm\.)?auto_(?:open|close|activate|deactivate)/i;
+/**
+ * Excel runs these defined names on open, close, activate or deactivate ("Auto_Open",
+ * "Auto_Open2", …; [MS-XLS] 2.5.114 built-in names 0x01-0x02 and 0x0A-0x0B). LibreOffice writes
+ * the built-in ones it read from a .xls as `Excel_BuiltIn_Auto_Open` or `_xlnm_Auto_Open`, and
+ * turns them back into built-in names when the workbook is saved as .xls again.
+ */
+export const AUTO_RUN_NAME =
+  /^(?:_xlnm[._]|Excel_BuiltIn_)?auto_(?:open|close|activate|deactivate)/i;
 
 /** The finding a `<definedName>` is removed as, or `undefined`. */
 export function classifyDefinedName(

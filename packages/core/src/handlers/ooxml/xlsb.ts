@@ -9,6 +9,7 @@ import type { FindingTally } from '../../findings.ts';
 import { parseRecords, RecordReader, RT, wideString, writeRecords } from './xlsb-records.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
 import { screenFormulas } from './xlsb-formulas.ts';
+import { AUTO_RUN_NAME } from './content.ts';
 
 /** Binary part content types (lower-cased) -> the record that must open and close the part. */
 export const BINARY_PART_TYPES: ReadonlyMap<string, number | undefined> = new Map([
@@ -58,9 +59,6 @@ export function rewriteBinaryPart(
       : rewriteSheetLike(records, what, part);
   return writeRecords(kept);
 }
-
-/** Excel runs these defined names on open, close, activate or deactivate. */
-const AUTO_RUN_NAME = /^(?:_xlnm\.)?auto_(?:open|close|activate|deactivate)/i;
 
 /** [MS-XLSB] BrtName flags: B fFunc (XLM function), C fOB (VBA), D fProc (macro). */
 const NAME_MACRO_FLAGS = 0b1110;

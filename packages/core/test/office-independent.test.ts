@@ -57,6 +57,7 @@ beforeAll(async () => {
       await buildOfficeDocument('ppsx', { texts, externalOle: 'https://attacker.example/x' }),
     ],
     ['basic.odt', await buildOdt({ texts, basic: true, scripts: true, image: png })],
+    ['settings.odt', await buildOdt({ texts, settings: true })],
   ];
   // The same active content as LibreOffice writes it on conversion: a Word field it has no
   // field of its own for becomes a fieldmark holding the instruction (and comes back as that
@@ -155,6 +156,41 @@ function savedAsWord(folder: string, name: string): string {
 }
 
 describe('Office and ODT outputs, as independent readers see them', () => {
+  it('LibreOffice applies the same layout settings from a rebuilt ODT as from its input', () => {
+    // LibreOffice writes the settings it applied when it saves the document again.
+    const applied = (folder: string): Record<string, string | undefined> => {
+      const out = join(folder, 'resaved');
+      execFileSync(
+        'soffice',
+        [
+          `-env:UserInstallation=file://${join(dir, 'profile')}`,
+          '--headless',
+          '--convert-to',
+          'odt',
+          '--outdir',
+          out,
+          join(folder, 'settings.odt'),
+        ],
+        { stdio: 'ignore', timeout: 240_000 },
+      );
+      const settings = execFileSync('unzip', ['-p', join(out, 'settings.odt'), 'settings.xml'], {
+        encoding: 'utf8',
+      });
+      const item = (name: string): string | undefined =>
+        new RegExp(`config:name="${name}" config:type="[a-z]+">([^<]*)<`).exec(settings)?.[1];
+      return Object.fromEntries(
+        ['TabOverMargin', 'AddExternalLeading', 'PrinterIndependentLayout'].map((name) => [
+          name,
+          item(name),
+        ]),
+      );
+    };
+    const before = applied(join(dir, 'in'));
+    // Away from LibreOffice's defaults (false, true), so equal values were read, not defaulted.
+    expect(before).toMatchObject({ TabOverMargin: 'true', AddExternalLeading: 'false' });
+    expect(applied(join(dir, 'out'))).toEqual(before);
+  }, 300_000);
+
   it('LibreOffice writes no active field back when it saves a rebuilt ODT as Word', () => {
     for (const [name, field] of [
       ['lo-dde-field.odt', 'DDEAUTO'],

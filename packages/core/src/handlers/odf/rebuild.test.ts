@@ -75,6 +75,41 @@ describe('ODT rebuild', () => {
     ]);
   });
 
+  it('rebuilds settings.xml from the layout switches alone', async () => {
+    const input = await buildOdt({ texts: ['Settings'], settings: true, payload: 'PAYLOAD' });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(outcome.findings).toEqual([]);
+    const { listing } = await unzipped(outcome.bytes);
+    expect(listing.map((line) => line.split(/\s+/).at(-1))).toContain('settings.xml');
+    const path = join(dir, 'settings.odt');
+    await writeFile(path, outcome.bytes);
+    const settings = execFileSync('unzip', ['-p', path, 'settings.xml'], { encoding: 'utf8' });
+    const items = [...settings.matchAll(/config:name="([^"]+)" config:type="([^"]+)">([^<]*)</g)];
+    expect(items.map(([, name, type, value]) => `${name} ${type} ${value}`)).toEqual([
+      'TabOverMargin boolean true',
+      'AddExternalLeading boolean false',
+      'PrinterIndependentLayout string disabled',
+      'Rsid int 1543273',
+    ]);
+    expect(settings).not.toMatch(/PAYLOAD|UEFZTE9BRA|Bibliography|c2VjcmV0|view-settings|Views/);
+    expect(
+      execFileSync('unzip', ['-p', path, 'META-INF/manifest.xml'], { encoding: 'utf8' }),
+    ).toContain('manifest:full-path="settings.xml"');
+  });
+
+  it('leaves out a settings.xml that does not read as XML, and keeps the document', async () => {
+    for (const settings of [
+      '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><office:document-settings/>',
+      '<office:document-settings><office:settings>',
+    ]) {
+      const input = await buildOdt({ texts: ['Settings'], settings });
+      const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+      const { listing, text } = await unzipped(outcome.bytes);
+      expect(listing.join('\n')).not.toContain('settings.xml');
+      expect(text).toContain('Settings');
+    }
+  });
+
   it('removes Basic libraries, scripts, event listeners and script URLs', async () => {
     const input = await buildOdt({ basic: true, scripts: true, payload: 'Shell("calc.exe")' });
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));

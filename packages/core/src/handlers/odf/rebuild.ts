@@ -16,6 +16,8 @@ import { DisarmError } from '../../errors.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { ODF_NS, rewriteOdfStream } from './content.ts';
+import { readOdfSettings, settingsXml } from './settings.ts';
+import type { SettingsItem } from './settings.ts';
 
 /** ODF 1.3 Part 2 §3.3: the media types a `.odt` package may declare. */
 export const TEXT_MEDIA_TYPES: readonly string[] = [
@@ -44,9 +46,10 @@ const MACRO_FOLDERS = new Set(['basic', 'scripts', 'dialogs']);
  * Rebuilds an OpenDocument text: `mimetype` first and stored, `content.xml`, `styles.xml` and
  * `meta.xml` rewritten (see `content.ts`), raster images under `Pictures/` and the thumbnail
  * rebuilt through the image handler, and a new `META-INF/manifest.xml` listing exactly those.
+ * `settings.xml` is rebuilt from an allowlist of configuration switches (see `settings.ts`).
  * Basic, script and dialog folders, embedded objects (`Object N/`, charts included: they are
- * dropped and counted, their replacement images with them), settings, configurations and
- * signatures are left out. `.ods` and `.odp` are converted to PDF, which this version does not
+ * dropped and counted, their replacement images with them), configurations and signatures are
+ * left out. `.ods` and `.odp` are converted to PDF, which this version does not
  * do yet: they fail closed as not yet supported.
  */
 export async function rebuildOdf(
@@ -159,6 +162,23 @@ async function rebuildPackage(
     });
     manifest.push([stream, 'text/xml']);
   }
+  const settings = pkg.byFoldedName.get('settings.xml');
+  if (settings?.name === 'settings.xml') {
+    const items = await readSettingsOrNone(settings);
+    if (items.length > 0) {
+      entries.push({
+        path: 'settings.xml',
+        // Written after content.xml gave its version.
+        // eslint-disable-next-line @typescript-eslint/require-await -- one chunk, made when its turn comes
+        bytes: async function* () {
+          yield new TextEncoder().encode(settingsXml(items, version));
+        },
+        modifiedAt: PACKAGE_TIME,
+        compress: true,
+      });
+      manifest.push(['settings.xml', 'text/xml']);
+    }
+  }
   for (const [path, bytes] of images) {
     entries.push({ path, bytes, modifiedAt: PACKAGE_TIME, compress: false });
     manifest.push([
@@ -177,6 +197,22 @@ async function rebuildPackage(
     compress: true,
   });
   return { bytes: await writeZip(entries), findings: findings.toArray(), checkedParts };
+}
+
+/**
+ * The kept configuration items of `settings.xml`, or none when the stream does not read as XML
+ * (too large, malformed, a DOCTYPE): it only tunes the layout, so the document goes on without
+ * it, as it went without settings before they were kept.
+ */
+async function readSettingsOrNone(member: PackageMember): Promise<SettingsItem[]> {
+  // The member itself is read as strictly as every other: a damaged zip entry fails the file.
+  const bytes = await member.read();
+  try {
+    return readOdfSettings(bytes, 'settings.xml');
+  } catch (error) {
+    if (error instanceof Rejection) return [];
+    throw error;
+  }
 }
 
 /** ODF 1.3 Part 2 §3.3: the `mimetype` stream (or the manifest's root entry) names the type. */

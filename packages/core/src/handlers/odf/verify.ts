@@ -4,13 +4,15 @@ import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { ODF_NS } from './content.ts';
 import { checkOdfStream } from './part-check.ts';
+import { settingsWalker } from './settings.ts';
 import { ODF_IMAGE_TYPES, ODF_STREAMS, TEXT_MEDIA_TYPES } from './rebuild.ts';
 
 /**
  * ODF checks of verify before release, on the written package re-listed with yauzl and re-read
  * with saxes: `mimetype` first, stored, naming a text type; only the kept streams, raster
- * pictures and the manifest; the manifest lists exactly the members; every XML stream parses
- * without a DTD and holds no script, event listener, embedded object, DDE or script URL.
+ * pictures, the rebuilt settings and the manifest; the manifest lists exactly the members; every
+ * XML stream parses without a DTD and holds no script, event listener, embedded object, DDE or
+ * script URL; the settings hold only the configuration items the rebuild keeps.
  */
 export async function verifyOdf(
   output: HandlerOutput,
@@ -50,6 +52,7 @@ export async function verifyOdf(
         name === 'mimetype' ||
         name === 'META-INF/manifest.xml' ||
         ODF_STREAMS.includes(name) ||
+        name === 'settings.xml' ||
         ((name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') &&
           ODF_IMAGE_TYPES[extension] !== undefined);
       if (!allowed)
@@ -100,6 +103,10 @@ export async function verifyOdf(
         if (!members.has(path))
           throw new VerifyFailure('odf.active-content', `${stream} links ${link}`);
       }
+    }
+    const settings = await read('settings.xml');
+    if (settings) {
+      checkWhole(new WalkedPartCheck('settings.xml', 'odf.xml-parse', settingsWalker), settings);
     }
     for (const name of members.keys()) {
       if (name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') await read(name);

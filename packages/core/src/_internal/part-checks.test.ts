@@ -13,12 +13,10 @@ import { verifyOdf } from '../handlers/odf/verify.ts';
 import { rebuildOoxml } from '../handlers/ooxml/rebuild.ts';
 import { checkXmlPart } from '../handlers/ooxml/part-check.ts';
 import { verifyOoxml } from '../handlers/ooxml/verify.ts';
-import type { DetectedFile, EngineContext } from '../handlers/types.ts';
+import type { DetectedFile } from '../handlers/types.ts';
 import { VerifyFailure } from '../handlers/types.ts';
-import { DEFAULT_LIMITS, Deadline, EntryBudget, ExpansionBudget } from '../limits.ts';
-import { cleaned } from '../test-support.ts';
+import { cleaned, engineContext } from '../test-support.ts';
 import { sha256Hex } from './bytes.ts';
-import { DecodeGate } from './concurrency.ts';
 import { startPartCheck, WORKER_OPTIONS } from './part-checks.ts';
 import type {
   PartCheckKind,
@@ -245,26 +243,6 @@ describe('ODF stream checks in worker threads', () => {
     ).rejects.toMatchObject({ check: 'odf.zip' });
   });
 });
-
-/** A real engine context, as `disarm()` makes one. */
-function engineContext(timeoutMs = DEFAULT_LIMITS.timeoutMs): EngineContext {
-  const limits = DEFAULT_LIMITS;
-  const context: EngineContext = {
-    limits,
-    policy: {},
-    scanners: [],
-    deadline: new Deadline(timeoutMs),
-    budget: new ExpansionBudget(limits.maxBytes),
-    entries: new EntryBudget(limits.maxEntries),
-    decodes: new DecodeGate(limits.maxDecodeBytes),
-    signal: new AbortController().signal,
-    depth: 0,
-    ancestors: [],
-    processMember: () => Promise.reject(new Error('no members here')),
-    scanMember: () => Promise.resolve([]),
-  };
-  return context;
-}
 
 describe("verify before release and the workers' verdicts", () => {
   const verifyCheck = async (

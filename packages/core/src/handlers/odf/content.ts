@@ -90,17 +90,29 @@ const META_KEPT = new Set([
 
 /** How one stream of the package is rewritten. */
 export interface OdfStreamRewrite {
-  /** Package paths of the images that were kept (`Pictures/a.png`). */
-  readonly images: ReadonlySet<string>;
+  /**
+   * Package paths a link may name: the pictures kept (`Pictures/a.png`) and the chart objects
+   * kept (`Object 1`, a folder).
+   */
+  readonly kept: ReadonlySet<string>;
   readonly meta: boolean;
   readonly findings: FindingTally;
+}
+
+/** Whether `element` is a `draw:object` naming one of the `kept` package paths. */
+export function isKeptObject(element: XmlElementNode, kept: ReadonlySet<string>): boolean {
+  if (element.uri !== ODF_NS.draw || element.localName !== 'object') return false;
+  const href = element.attributes.find((a) => a.uri === ODF_NS.xlink && a.local === 'href');
+  const path = href === undefined ? undefined : internalPath(href.value);
+  return path !== undefined && kept.has(path);
 }
 
 /** The package path an internal `xlink:href` names, or `undefined` for a URL or a bookmark. */
 export function internalPath(href: string): string | undefined {
   const value = href.trim();
   if (value === '' || value.startsWith('#') || /^[a-z][a-z0-9+.-]*:/i.test(value)) return undefined;
-  return value.replace(/^\.\//, '');
+  // `./Object 1` and `Object 1/` name the same folder.
+  return value.replace(/^\.\//, '').replace(/(.)\/$/, '$1');
 }
 
 /** Rewrites `content.xml`, `styles.xml` or `meta.xml`. */
@@ -225,7 +237,9 @@ function streamDecision(
   occupied: ReadonlySet<number>,
 ): ElementDecision {
   const key = element.key;
-  const kind = ODF_DROPPED.get(key);
+  // A chart object kept beside the stream stays anchored (its attributes screened as any
+  // other's); any other object goes.
+  const kind = isKeptObject(element, stream.kept) ? undefined : ODF_DROPPED.get(key);
   if (kind !== undefined) {
     if (occupied.has(element.index)) stream.findings.add(kind);
     return DROP;
@@ -261,7 +275,7 @@ function streamDecision(
     if (attribute.uri !== ODF_NS.xlink || attribute.local !== 'href') continue;
     const path = internalPath(attribute.value);
     if (path !== undefined) {
-      if (stream.images.has(path)) continue;
+      if (stream.kept.has(path)) continue;
       // A link into the package to something not kept (an object's replacement image).
       if (isImage) return DROP;
       if (isLink) return UNWRAP;

@@ -39,7 +39,15 @@ function streamWalker(name: string, links: Map<string, string>): XmlWalker {
   return {
     open(element) {
       const key = element.key;
-      if (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key)) {
+      // An object stays only as a link into the package, which verify resolves to a kept chart.
+      const anchoredObject =
+        element.uri === ODF_NS.draw &&
+        element.localName === 'object' &&
+        element.attributes.some(
+          (a) =>
+            a.uri === ODF_NS.xlink && a.local === 'href' && internalPath(a.value) !== undefined,
+        );
+      if (!anchoredObject && (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key))) {
         throw new VerifyFailure('odf.active-content', `${name} still holds ${element.name}`);
       }
       // A fieldmark's Word instruction, wherever it sits: the rebuild keeps only harmless ones.

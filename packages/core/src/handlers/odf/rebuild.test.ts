@@ -75,6 +75,31 @@ describe('ODT rebuild', () => {
     ]);
   });
 
+  it('keeps a chart object, rewritten, without its replacement image', async () => {
+    const input = await buildOdt({ texts: ['Chart below'], chart: true });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    // The macro link in the chart's title; the chart itself is not a finding.
+    expect(findingsOf(outcome)).toEqual({ 'odf-macro': 1 });
+    const { listing, text } = await unzipped(outcome.bytes);
+    // Names after the time column: "Object 2/…" holds a space.
+    expect(listing.map((line) => line.replace(/^.*? \d\d:\d\d /, ''))).toEqual([
+      'mimetype',
+      'content.xml',
+      'meta.xml',
+      'Object 2/content.xml',
+      'Object 2/styles.xml',
+      'META-INF/manifest.xml',
+    ]);
+    expect(text).toContain('<draw:object xlink:href="./Object 2"');
+    expect(text).not.toContain('ObjectReplacements');
+    expect(text).not.toContain('vnd.sun.star.script');
+    expect(text).toContain('<chart:title><text:p>Quarterly sales</text:p></chart:title>');
+    expect(text).toContain('xlink:href="."');
+    expect(text).toContain(
+      '<manifest:file-entry manifest:full-path="Object 2/" manifest:media-type="application/vnd.oasis.opendocument.chart"/>',
+    );
+  });
+
   it('rebuilds settings.xml from the layout switches alone', async () => {
     const input = await buildOdt({ texts: ['Settings'], settings: true, payload: 'PAYLOAD' });
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));

@@ -36,8 +36,20 @@ export const ODF_IMAGE_TYPES: Readonly<Record<string, string>> = {
   tiff: 'image/tiff',
 };
 
+/** What a chart's streams may link: the chart's own document. */
+const SELF: ReadonlySet<string> = new Set(['.']);
+
 /** XML streams kept (rewritten); everything else but images is dropped. */
 export const ODF_STREAMS: readonly string[] = ['content.xml', 'styles.xml', 'meta.xml'];
+
+/** ODF 1.3 Part 1 §7.2: the media type of a chart sub-document. */
+export const CHART_MEDIA_TYPE = 'application/vnd.oasis.opendocument.chart';
+
+/** A top-level object folder as the manifest lists it (`Object 1/`), and its name. */
+export const CHART_FOLDER = /^(Object \d{1,6})\/$/;
+
+/** The streams of a chart object kept (rewritten), under its folder. */
+export const CHART_STREAMS: readonly string[] = ['content.xml', 'styles.xml'];
 
 /** Top-level folders that hold macros (Basic libraries, scripts, dialogs with their events). */
 const MACRO_FOLDERS = new Set(['basic', 'scripts', 'dialogs']);
@@ -47,9 +59,10 @@ const MACRO_FOLDERS = new Set(['basic', 'scripts', 'dialogs']);
  * `meta.xml` rewritten (see `content.ts`), raster images under `Pictures/` and the thumbnail
  * rebuilt through the image handler, and a new `META-INF/manifest.xml` listing exactly those.
  * `settings.xml` is rebuilt from an allowlist of configuration switches (see `settings.ts`).
- * Basic, script and dialog folders, embedded objects (`Object N/`, charts included: they are
- * dropped and counted, their replacement images with them), configurations and signatures are
- * left out. `.ods` and `.odp` are converted to PDF, which this version does not
+ * Chart objects (`Object N/` declared a chart in the manifest) keep their content and styles,
+ * rewritten like the document's streams. Basic, script and dialog folders, other embedded
+ * objects (dropped and counted), replacement images, configurations and signatures are left
+ * out. `.ods` and `.odp` are converted to PDF, which this version does not
  * do yet: they fail closed as not yet supported.
  */
 export async function rebuildOdf(
@@ -70,7 +83,7 @@ async function rebuildPackage(
   context: EngineContext,
   what: string,
 ): Promise<HandlerOutput> {
-  const mediaType = await readMediaType(pkg, what);
+  const { mediaType, charts } = await readManifest(pkg, what);
   prepareChecksFor(pkg);
   const findings = new FindingTally();
   const images = new Map<string, Uint8Array>();
@@ -86,7 +99,14 @@ async function rebuildPackage(
       continue;
     }
     const isPicture = name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png';
-    if (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) {
+    const folder = name.includes('/') ? name.slice(0, name.indexOf('/')) : '';
+    if (charts.has(folder)) {
+      // A chart: its content and styles are rewritten below; nothing else of it is needed.
+      const inside = name.slice(folder.length + 1);
+      if (!CHART_STREAMS.includes(inside) && !['meta.xml', 'settings.xml', ''].includes(inside)) {
+        findings.add('hidden-data');
+      }
+    } else if (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) {
       pictures.push(member);
     } else if (MACRO_FOLDERS.has(top)) {
       if (!countedObjects.has(top)) findings.add('odf-macro');
@@ -125,7 +145,12 @@ async function rebuildPackage(
   if (content?.name !== 'content.xml') {
     throw new Rejection('invalid_file', `${what} has no content.xml`);
   }
-  const kept = new Set(images.keys());
+  // Charts are kept when their content is there; the paths links may name.
+  const keptCharts = [...charts].filter(
+    (folder) =>
+      pkg.byFoldedName.get(`${folder}/content.xml`.toLowerCase())?.name === `${folder}/content.xml`,
+  );
+  const kept = new Set([...images.keys(), ...keptCharts]);
   const pace = paceWith(context.deadline);
   const entries: ZipWriteEntry[] = [
     {
@@ -147,7 +172,7 @@ async function rebuildPackage(
       yield* rewriteOdfStream(
         source,
         stream,
-        { images: kept, meta: stream === 'meta.xml', findings },
+        { kept, meta: stream === 'meta.xml', findings },
         pace,
       );
     };
@@ -161,6 +186,31 @@ async function rebuildPackage(
       compress: true,
     });
     manifest.push([stream, 'text/xml']);
+  }
+  for (const folder of keptCharts) {
+    manifest.push([`${folder}/`, CHART_MEDIA_TYPE]);
+    for (const stream of CHART_STREAMS) {
+      const path = `${folder}/${stream}`;
+      const member = pkg.byFoldedName.get(path.toLowerCase());
+      if (member?.name !== path) continue;
+      // A chart links nothing but its own document (`xlink:href="."` on chart:chart).
+      const rewritten = async function* (): AsyncGenerator<Uint8Array, void, undefined> {
+        yield* rewriteOdfStream(
+          await member.read(),
+          path,
+          { kept: SELF, meta: false, findings },
+          pace,
+        );
+      };
+      entries.push({
+        path,
+        bytes: () =>
+          checkedWhileWritten(rewritten(), 'odf-xml', path, checkedParts, path, context.deadline),
+        modifiedAt: PACKAGE_TIME,
+        compress: true,
+      });
+      manifest.push([path, 'text/xml']);
+    }
   }
   const settings = pkg.byFoldedName.get('settings.xml');
   if (settings?.name === 'settings.xml') {
@@ -216,9 +266,13 @@ async function readSettingsOrNone(member: PackageMember): Promise<SettingsItem[]
 }
 
 /** ODF 1.3 Part 2 §3.3: the `mimetype` stream (or the manifest's root entry) names the type. */
-async function readMediaType(pkg: OfficePackage, what: string): Promise<string> {
+async function readManifest(
+  pkg: OfficePackage,
+  what: string,
+): Promise<{ mediaType: string; charts: Set<string> }> {
   const manifest = pkg.byFoldedName.get('meta-inf/manifest.xml');
   let rootType: string | undefined;
+  const charts = new Set<string>();
   if (manifest) {
     walkXml(await manifest.read(), 'the package manifest', {
       open(element) {
@@ -232,11 +286,13 @@ async function readMediaType(pkg: OfficePackage, what: string): Promise<string> 
         const path = element.attributes.find(
           (a) => a.uri === ODF_NS.manifest && a.local === 'full-path',
         );
-        if (element.localName === 'file-entry' && path?.value === '/') {
-          rootType = element.attributes.find(
-            (a) => a.uri === ODF_NS.manifest && a.local === 'media-type',
-          )?.value;
-        }
+        const type = element.attributes.find(
+          (a) => a.uri === ODF_NS.manifest && a.local === 'media-type',
+        )?.value;
+        if (element.localName !== 'file-entry' || path === undefined) return;
+        if (path.value === '/') rootType = type;
+        const folder = CHART_FOLDER.exec(path.value)?.[1];
+        if (folder !== undefined && type === CHART_MEDIA_TYPE) charts.add(folder);
       },
     });
   }
@@ -245,7 +301,7 @@ async function readMediaType(pkg: OfficePackage, what: string): Promise<string> 
   if (declared === undefined || !TEXT_MEDIA_TYPES.includes(declared)) {
     throw new Rejection('invalid_file', `${what} is not an OpenDocument text package`);
   }
-  return declared;
+  return { mediaType: declared, charts };
 }
 
 /** Ends a walk once the root element has been read. */

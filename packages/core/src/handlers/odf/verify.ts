@@ -5,7 +5,14 @@ import { VerifyFailure } from '../types.ts';
 import { ODF_NS } from './content.ts';
 import { checkOdfStream } from './part-check.ts';
 import { settingsWalker } from './settings.ts';
-import { ODF_IMAGE_TYPES, ODF_STREAMS, TEXT_MEDIA_TYPES } from './rebuild.ts';
+import {
+  CHART_FOLDER,
+  CHART_MEDIA_TYPE,
+  CHART_STREAMS,
+  ODF_IMAGE_TYPES,
+  ODF_STREAMS,
+  TEXT_MEDIA_TYPES,
+} from './rebuild.ts';
 
 /**
  * ODF checks of verify before release, on the written package re-listed with yauzl and re-read
@@ -46,6 +53,38 @@ export async function verifyOdf(
     if (!TEXT_MEDIA_TYPES.includes(mediaType)) {
       throw new VerifyFailure('odf.mimetype', `mimetype names ${mediaType}`);
     }
+    const manifest = await read('META-INF/manifest.xml');
+    if (!manifest) throw new VerifyFailure('odf.part-allowlist', 'no META-INF/manifest.xml');
+    // The paths the manifest lists with their media types, collected as the check's references.
+    const { references: listed } = checkWhole(
+      new WalkedPartCheck('META-INF/manifest.xml', 'odf.xml-parse', (entries) => ({
+        open(element) {
+          if (element.uri !== ODF_NS.manifest) return;
+          if (element.localName === 'encryption-data')
+            throw new VerifyFailure('odf.manifest', 'encryption data');
+          const attribute = (local: string): string | undefined =>
+            element.attributes.find((a) => a.uri === ODF_NS.manifest && a.local === local)?.value;
+          const path = attribute('full-path');
+          if (element.localName === 'file-entry' && path !== undefined && path !== '/') {
+            entries.set(path, attribute('media-type') ?? '');
+          }
+        },
+      })),
+      manifest,
+    );
+    // Chart objects: folders the manifest names as charts, holding their content.
+    const charts = new Set<string>();
+    for (const [path, type] of listed) {
+      const folder = CHART_FOLDER.exec(path)?.[1];
+      if (folder === undefined) continue;
+      if (type !== CHART_MEDIA_TYPE || !members.has(`${folder}/content.xml`)) {
+        throw new VerifyFailure('odf.manifest', `the manifest lists ${path} as ${type}`);
+      }
+      charts.add(folder);
+    }
+    const chartStreams = [...charts].flatMap((folder) =>
+      CHART_STREAMS.map((stream) => `${folder}/${stream}`),
+    );
     for (const name of members.keys()) {
       const extension = name.slice(name.lastIndexOf('.') + 1).toLowerCase();
       const allowed =
@@ -53,37 +92,20 @@ export async function verifyOdf(
         name === 'META-INF/manifest.xml' ||
         ODF_STREAMS.includes(name) ||
         name === 'settings.xml' ||
+        chartStreams.includes(name) ||
         ((name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') &&
           ODF_IMAGE_TYPES[extension] !== undefined);
       if (!allowed)
         throw new VerifyFailure('odf.part-allowlist', `member ${name} is outside the allowlist`);
     }
-    const manifest = await read('META-INF/manifest.xml');
-    if (!manifest) throw new VerifyFailure('odf.part-allowlist', 'no META-INF/manifest.xml');
-    // The paths the manifest lists, collected as the check's references.
-    const { references: listed } = checkWhole(
-      new WalkedPartCheck('META-INF/manifest.xml', 'odf.xml-parse', (entries) => ({
-        open(element) {
-          if (element.uri !== ODF_NS.manifest) return;
-          if (element.localName === 'encryption-data')
-            throw new VerifyFailure('odf.manifest', 'encryption data');
-          const path = element.attributes.find(
-            (a) => a.uri === ODF_NS.manifest && a.local === 'full-path',
-          );
-          if (element.localName === 'file-entry' && path && path.value !== '/') {
-            entries.set(path.value, path.value);
-          }
-        },
-      })),
-      manifest,
-    );
-    const expected = [...members.keys()].filter(
-      (n) => n !== 'mimetype' && n !== 'META-INF/manifest.xml',
-    );
+    const expected = [
+      ...[...members.keys()].filter((n) => n !== 'mimetype' && n !== 'META-INF/manifest.xml'),
+      ...[...charts].map((folder) => `${folder}/`),
+    ];
     if (expected.length !== listed.size || expected.some((name) => !listed.has(name))) {
       throw new VerifyFailure('odf.manifest', 'the manifest does not list exactly the members');
     }
-    for (const stream of ODF_STREAMS) {
+    for (const stream of [...ODF_STREAMS, ...chartStreams]) {
       if (!members.has(stream)) {
         if (stream === 'content.xml')
           throw new VerifyFailure('odf.part-allowlist', 'no content.xml');
@@ -100,8 +122,11 @@ export async function verifyOdf(
           context.deadline,
         )) ?? checkOdfStream(bytes, stream);
       for (const [path, link] of report.references) {
-        if (!members.has(path))
-          throw new VerifyFailure('odf.active-content', `${stream} links ${link}`);
+        // The document's own streams may name a kept chart; a chart's, its own document.
+        const resolves = chartStreams.includes(stream)
+          ? path === '.'
+          : members.has(path) || charts.has(path);
+        if (!resolves) throw new VerifyFailure('odf.active-content', `${stream} links ${link}`);
       }
     }
     const settings = await read('settings.xml');

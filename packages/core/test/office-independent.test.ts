@@ -59,6 +59,7 @@ beforeAll(async () => {
     ['basic.odt', await buildOdt({ texts, basic: true, scripts: true, image: png })],
     ['settings.odt', await buildOdt({ texts, settings: true })],
     ['chart.odt', await buildOdt({ texts, chart: true })],
+    ['forms.odt', await buildOdt({ texts, forms: true })],
   ];
   // The same active content as LibreOffice writes it on conversion: a Word field it has no
   // field of its own for becomes a fieldmark holding the instruction (and comes back as that

@@ -153,7 +153,7 @@ describe('part checks in worker threads', () => {
 
 describe('ODF stream checks in worker threads', () => {
   const NS =
-    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:script="urn:oasis:names:tc:opendocument:xmlns:script:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:field="urn:openoffice:names:experimental:ooo-ms-interop:xmlns:field:1.0"';
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:script="urn:oasis:names:tc:opendocument:xmlns:script:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:field="urn:openoffice:names:experimental:ooo-ms-interop:xmlns:field:1.0" xmlns:xforms="http://www.w3.org/2002/xforms"';
   const fieldmark = (code: string): string =>
     `<text:p><field:fieldmark-start text:name="F" field:type="vnd.oasis.opendocument.field.UNHANDLED"><field:param field:name="vnd.oasis.opendocument.field.code" field:value="${code}"/></field:fieldmark-start><field:fieldmark-separator/>result<field:fieldmark-end/></text:p>`;
   const content = (body: string): Buffer =>
@@ -171,6 +171,9 @@ describe('ODF stream checks in worker threads', () => {
     fileLink: content('<text:p><text:a xlink:href="file:///etc/passwd">x</text:a></text:p>'),
     activeField: content(fieldmark('DDEAUTO cmd &quot;/c calc&quot;')),
     safeField: content(fieldmark('PAGEREF _Toc1 \\h')),
+    xformsUrl: content(
+      '<office:forms><xforms:model><xforms:instance src="http://attacker.example/d.xml"/></xforms:model></office:forms>',
+    ),
     malformed: content('<text:p>'),
   };
 
@@ -187,7 +190,7 @@ describe('ODF stream checks in worker threads', () => {
         check.end();
         expect(await check.result, `chunks of ${size}`).toEqual(expected);
       }
-      if (kind === 'activeField') {
+      if (kind === 'activeField' || kind === 'xformsUrl') {
         expect(expected).toMatchObject({ status: 'failed', check: 'odf.active-content' });
       }
       if (kind === 'safeField') expect(expected).toMatchObject({ status: 'checked' });

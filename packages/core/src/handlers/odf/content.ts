@@ -36,6 +36,8 @@ export const ODF_NS = {
   manifest: 'urn:oasis:names:tc:opendocument:xmlns:manifest:1.0',
   /** LibreOffice's fieldmarks (not in ODF 1.3): Word fields it has no field of its own for. */
   field: 'urn:openoffice:names:experimental:ooo-ms-interop:xmlns:field:1.0',
+  /** XForms 1.0, the data model of ODF forms (ODF 1.3 Part 3 §13.2). */
+  xforms: 'http://www.w3.org/2002/xforms',
 } as const;
 
 /** Elements removed with everything inside them, and what they count as. */
@@ -54,6 +56,8 @@ export const ODF_DROPPED: ReadonlyMap<string, FindingKind> = new Map<string, Fin
   [`${ODF_NS.text} dde-connection-decls`, 'dde-link'],
   [`${ODF_NS.table} dde-links`, 'dde-link'],
   [`${ODF_NS.text} section-source`, 'external-relationship'],
+  // Sends the form's data to its action URL when a button asks (XForms 1.0 §3.3.3).
+  [`${ODF_NS.xforms} submission`, 'external-relationship'],
   // Inline images bypass the image rebuild.
   [`${ODF_NS.office} binary-data`, 'hidden-data'],
 ]);
@@ -69,11 +73,33 @@ const HOLDING_DROPPED = new RegExp(
   `<(?:[^\\s<>/:="'!?]+:)?(?:${DROPPED_NAMES.join('|')})(?=[\\s/>])(?!/>)`,
 );
 
-/** Fields replaced by their content: a macro button, a DDE field. */
+/**
+ * Fields replaced by their content: a macro button, a DDE field, and the mail-merge fields that
+ * read a registered data source (ODF 1.3 Part 3 §7.6), which keep the value last shown.
+ */
 export const ODF_UNWRAPPED: ReadonlyMap<string, FindingKind> = new Map<string, FindingKind>([
   [`${ODF_NS.text} execute-macro`, 'odf-macro'],
   [`${ODF_NS.text} dde-connection`, 'dde-link'],
+  [`${ODF_NS.text} database-display`, 'data-connection'],
+  [`${ODF_NS.text} database-name`, 'data-connection'],
+  [`${ODF_NS.text} database-row-number`, 'data-connection'],
+  [`${ODF_NS.text} database-next`, 'data-connection'],
+  [`${ODF_NS.text} database-row-select`, 'data-connection'],
 ]);
+
+/**
+ * The attributes through which an XForms element loads or sends data (`instance src`,
+ * `resource`, `action`), in whatever namespace a writer puts them; only a reference inside the
+ * document (`#id`) stays.
+ */
+export function isXformsUrl(element: XmlElementNode, attribute: XmlAttributeNode): boolean {
+  return (
+    element.uri === ODF_NS.xforms &&
+    ['src', 'resource', 'action'].includes(attribute.local) &&
+    !attribute.name.startsWith('xmlns') &&
+    !attribute.value.trim().startsWith('#')
+  );
+}
 
 /** Macro and script URL schemes (LibreOffice Basic, the scripting framework). */
 export const SCRIPT_URL =
@@ -264,6 +290,11 @@ function streamDecision(
       (attribute.local === 'datasource' || attribute.local === 'command')
     ) {
       stream.findings.add('data-connection');
+      remove(attribute);
+      continue;
+    }
+    if (isXformsUrl(element, attribute)) {
+      stream.findings.add('external-relationship');
       remove(attribute);
       continue;
     }

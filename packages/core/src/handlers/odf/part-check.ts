@@ -16,6 +16,7 @@ import { classifyField } from '../ooxml/content.ts';
 import {
   FIELD_CODE_PARAM,
   internalPath,
+  isXformsUrl,
   ODF_DROPPED,
   ODF_NS,
   ODF_UNWRAPPED,
@@ -66,6 +67,9 @@ function streamWalker(name: string, links: Map<string, string>): XmlWalker {
         }
       }
       for (const attribute of element.attributes) {
+        if (isXformsUrl(element, attribute)) {
+          throw new VerifyFailure('odf.active-content', `${name} still holds an XForms URL`);
+        }
         if (SCRIPT_URL.test(attribute.value)) {
           throw new VerifyFailure('odf.active-content', `${name} still holds a script URL`);
         }

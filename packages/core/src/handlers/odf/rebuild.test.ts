@@ -75,6 +75,19 @@ describe('ODT rebuild', () => {
     ]);
   });
 
+  it('cuts XForms data loaded from or sent to a URL, and mail-merge fields, keeping their text', async () => {
+    const input = await buildOdt({ texts: ['Form'], forms: true });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    // The instance's src and the submission; the data-source field.
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 2, 'data-connection': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/attacker|submission|Addresses|database-display/);
+    expect(text).toContain(
+      '<xforms:instance xforms:id="instance"><data xmlns=""/></xforms:instance>',
+    );
+    expect(text).toContain('<text:p>Dear Alice,</text:p>');
+  });
+
   it('keeps a chart object, rewritten, without its replacement image', async () => {
     const input = await buildOdt({ texts: ['Chart below'], chart: true });
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));

@@ -125,12 +125,21 @@ export interface OdfStreamRewrite {
   readonly findings: FindingTally;
 }
 
-/** Whether `element` is a `draw:object` naming one of the `kept` package paths. */
-export function isKeptObject(element: XmlElementNode, kept: ReadonlySet<string>): boolean {
-  if (element.uri !== ODF_NS.draw || element.localName !== 'object') return false;
+/** The object folder (`Object 1`) a `draw:object` anchors, or `undefined` for anything else. */
+export function anchoredFolder(element: XmlElementNode): string | undefined {
+  if (element.uri !== ODF_NS.draw || element.localName !== 'object') return undefined;
   const href = element.attributes.find((a) => a.uri === ODF_NS.xlink && a.local === 'href');
   const path = href === undefined ? undefined : internalPath(href.value);
-  return path !== undefined && kept.has(path);
+  return path !== undefined && OBJECT_FOLDER.test(path) ? path : undefined;
+}
+
+/** A top-level object folder of the package, as a link names it. */
+const OBJECT_FOLDER = /^Object \d{1,6}$/;
+
+/** Whether `element` is a `draw:object` anchoring one of the `kept` object folders. */
+export function isKeptObject(element: XmlElementNode, kept: ReadonlySet<string>): boolean {
+  const folder = anchoredFolder(element);
+  return folder !== undefined && kept.has(folder);
 }
 
 /** The package path an internal `xlink:href` names, or `undefined` for a URL or a bookmark. */

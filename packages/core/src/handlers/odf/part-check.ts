@@ -14,6 +14,7 @@ import type { XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
 import { classifyField } from '../ooxml/content.ts';
 import {
+  anchoredFolder,
   FIELD_CODE_PARAM,
   internalPath,
   isXformsUrl,
@@ -41,13 +42,7 @@ function streamWalker(name: string, links: Map<string, string>): XmlWalker {
     open(element) {
       const key = element.key;
       // An object stays only as a link into the package, which verify resolves to a kept chart.
-      const anchoredObject =
-        element.uri === ODF_NS.draw &&
-        element.localName === 'object' &&
-        element.attributes.some(
-          (a) =>
-            a.uri === ODF_NS.xlink && a.local === 'href' && internalPath(a.value) !== undefined,
-        );
+      const anchoredObject = anchoredFolder(element) !== undefined;
       if (!anchoredObject && (ODF_DROPPED.has(key) || ODF_UNWRAPPED.has(key))) {
         throw new VerifyFailure('odf.active-content', `${name} still holds ${element.name}`);
       }

@@ -69,6 +69,7 @@ describe('ODF verify before release: chart objects', () => {
       { anchor: 'https://attacker.example/o' },
       'odf.active-content',
     ],
+    ['an anchor naming a stream, not an object', { anchor: './content.xml' }, 'odf.active-content'],
     ['a chart linking anything but itself', { chartLink: '../content.xml' }, 'odf.active-content'],
     [
       'an object folder listed as another type',

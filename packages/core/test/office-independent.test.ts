@@ -71,18 +71,10 @@ beforeAll(async () => {
     await writeFile(join(written, name), byName.get(name) ?? new Uint8Array());
   }
   const convert = (format: string, files: string[]): void => {
-    execFileSync(
-      'soffice',
-      [
-        `-env:UserInstallation=file://${join(dir, 'profile')}`,
-        '--headless',
-        '--convert-to',
-        format,
-        '--outdir',
-        written,
-        ...files.map((file) => join(written, file)),
-      ],
-      { stdio: 'ignore', timeout: 240_000 },
+    libreOfficeConvert(
+      format,
+      written,
+      files.map((file) => join(written, file)),
     );
   };
   convert('odt', ['dde-field.docx', 'fetch.docx']);
@@ -109,22 +101,31 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** LibreOffice's text of every file in `folder`, converted in one headless run. */
-async function libreOfficeText(folder: string): Promise<Record<string, string>> {
-  const pdfs = join(folder, 'pdf');
-  expect(new Set(cases.map((c) => c.name.replace(/\.[^.]+$/, ''))).size).toBe(cases.length);
+/** Headless LibreOffice converting `files` to `format` into `out`, with this test's profile. */
+function libreOfficeConvert(format: string, out: string, files: readonly string[]): void {
   execFileSync(
     'soffice',
     [
       `-env:UserInstallation=file://${join(dir, 'profile')}`,
       '--headless',
       '--convert-to',
-      'pdf',
+      format,
       '--outdir',
-      pdfs,
-      ...cases.map((c) => join(folder, c.name)),
+      out,
+      ...files,
     ],
     { stdio: 'ignore', timeout: 240_000 },
+  );
+}
+
+/** LibreOffice's text of every file in `folder`, converted in one headless run. */
+async function libreOfficeText(folder: string): Promise<Record<string, string>> {
+  const pdfs = join(folder, 'pdf');
+  expect(new Set(cases.map((c) => c.name.replace(/\.[^.]+$/, ''))).size).toBe(cases.length);
+  libreOfficeConvert(
+    'pdf',
+    pdfs,
+    cases.map((c) => join(folder, c.name)),
   );
   const texts: Record<string, string> = {};
   for (const { name } of cases) {
@@ -140,19 +141,7 @@ async function libreOfficeText(folder: string): Promise<Record<string, string>> 
 /** The Word file LibreOffice saves `folder/name` as, its document part as text. */
 function savedAsWord(folder: string, name: string): string {
   const out = join(folder, 'docx');
-  execFileSync(
-    'soffice',
-    [
-      `-env:UserInstallation=file://${join(dir, 'profile')}`,
-      '--headless',
-      '--convert-to',
-      'docx',
-      '--outdir',
-      out,
-      join(folder, name),
-    ],
-    { stdio: 'ignore', timeout: 240_000 },
-  );
+  libreOfficeConvert('docx', out, [join(folder, name)]);
   const docx = join(out, name.replace(/\.[^.]+$/, '.docx'));
   return execFileSync('unzip', ['-p', docx, 'word/document.xml'], { encoding: 'utf8' });
 }
@@ -162,19 +151,7 @@ describe('Office and ODT outputs, as independent readers see them', () => {
     // LibreOffice writes the settings it applied when it saves the document again.
     const applied = (folder: string): Record<string, string | undefined> => {
       const out = join(folder, 'resaved');
-      execFileSync(
-        'soffice',
-        [
-          `-env:UserInstallation=file://${join(dir, 'profile')}`,
-          '--headless',
-          '--convert-to',
-          'odt',
-          '--outdir',
-          out,
-          join(folder, 'settings.odt'),
-        ],
-        { stdio: 'ignore', timeout: 240_000 },
-      );
+      libreOfficeConvert('odt', out, [join(folder, 'settings.odt')]);
       const settings = execFileSync('unzip', ['-p', join(out, 'settings.odt'), 'settings.xml'], {
         encoding: 'utf8',
       });

@@ -188,7 +188,15 @@ export async function* rewriteOdfStream(
 const FIELDMARK = /<(?:[^\s<>/:="'!?]+:)?fieldmark(?:-start)?(?=[\s/>])/;
 
 /** The fieldmark parameter that holds a Word field's instruction (LibreOffice's ODF_CODE_PARAM). */
-export const FIELD_CODE_PARAM = 'vnd.oasis.opendocument.field.code';
+const FIELD_CODE_PARAM = 'vnd.oasis.opendocument.field.code';
+
+/** The Word instruction a `field:param` holds, or `undefined` for any other element or param. */
+export function fieldCode(element: XmlElementNode): string | undefined {
+  if (element.uri !== ODF_NS.field || element.localName !== 'param') return undefined;
+  const attribute = (local: string): string | undefined =>
+    element.attributes.find((a) => a.uri === ODF_NS.field && a.local === local)?.value;
+  return attribute('name') === FIELD_CODE_PARAM ? (attribute('value') ?? '') : undefined;
+}
 
 /**
  * LibreOffice keeps a Word field it has no field of its own for (DDEAUTO, INCLUDETEXT,
@@ -214,18 +222,17 @@ async function activeFieldmarks(
       } else if (isField(element, 'fieldmark-separator') || isField(element, 'fieldmark-end')) {
         const start = isField(element, 'fieldmark-end') ? open.pop() : open.at(-1);
         if (start !== undefined && active.has(start)) active.set(element.index, undefined);
-      } else if (isField(element, 'param')) {
+      } else {
+        const code = fieldCode(element);
         const parent = ancestors.at(-1);
         if (
+          code === undefined ||
           parent === undefined ||
           !(isField(parent, 'fieldmark-start') || isField(parent, 'fieldmark'))
         ) {
           return;
         }
-        const attribute = (local: string): string | undefined =>
-          element.attributes.find((a) => a.uri === ODF_NS.field && a.local === local)?.value;
-        if (attribute('name') !== FIELD_CODE_PARAM) return;
-        const kind = classifyField(attribute('value') ?? '');
+        const kind = classifyField(code);
         if (kind !== undefined) active.set(parent.index, kind);
       }
     },

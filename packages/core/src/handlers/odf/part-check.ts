@@ -15,7 +15,7 @@ import { VerifyFailure } from '../types.ts';
 import { classifyField } from '../ooxml/content.ts';
 import {
   anchoredFolder,
-  FIELD_CODE_PARAM,
+  fieldCode,
   internalPath,
   isXformsUrl,
   ODF_DROPPED,
@@ -47,19 +47,9 @@ function streamWalker(name: string, links: Map<string, string>): XmlWalker {
         throw new VerifyFailure('odf.active-content', `${name} still holds ${element.name}`);
       }
       // A fieldmark's Word instruction, wherever it sits: the rebuild keeps only harmless ones.
-      if (
-        element.uri === ODF_NS.field &&
-        element.localName === 'param' &&
-        element.attributes.some(
-          (a) => a.uri === ODF_NS.field && a.local === 'name' && a.value === FIELD_CODE_PARAM,
-        )
-      ) {
-        const code =
-          element.attributes.find((a) => a.uri === ODF_NS.field && a.local === 'value')?.value ??
-          '';
-        if (classifyField(code) !== undefined) {
-          throw new VerifyFailure('odf.active-content', `${name} still holds the field ${code}`);
-        }
+      const code = fieldCode(element);
+      if (code !== undefined && classifyField(code) !== undefined) {
+        throw new VerifyFailure('odf.active-content', `${name} still holds the field ${code}`);
       }
       for (const attribute of element.attributes) {
         if (isXformsUrl(element, attribute)) {

@@ -8,7 +8,7 @@
  * every other string, binary or nested item are left out, as is the link-update mode.
  */
 import { walkXml } from '../../_internal/xml-rewrite.ts';
-import type { XmlElementNode } from '../../_internal/xml-rewrite.ts';
+import type { XmlElementNode, XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
 
 export const CONFIG_NS = 'urn:oasis:names:tc:opendocument:xmlns:config:1.0';
@@ -129,11 +129,7 @@ export function settingsXml(items: readonly SettingsItem[], version: string): st
  * {@link settingsXml} writes, every item one the rebuild keeps.
  * @throws {VerifyFailure} `odf.settings` otherwise (`odf.xml-parse` from the parser).
  */
-export function settingsWalker(): {
-  open(element: XmlElementNode, ancestors: readonly XmlElementNode[]): void;
-  text(value: string, ancestors: readonly XmlElementNode[]): void;
-  close(element: XmlElementNode): void;
-} {
+export function settingsWalker(): XmlWalker {
   const fail = (detail: string): never => {
     throw new VerifyFailure('odf.settings', `settings.xml ${detail}`);
   };

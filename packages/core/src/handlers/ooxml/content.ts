@@ -39,6 +39,8 @@ export const NS = {
   xm: 'http://schemas.microsoft.com/office/excel/2006/main',
   /** [MS-XLSX] 2.6: the Excel 2010 extensions (x14 conditional formats, data validation). */
   x14: 'http://schemas.microsoft.com/office/spreadsheetml/2009/9/main',
+  /** [MS-XLSX] 2.6: the Excel 2013 extensions (timelines, table slicers, data model caches). */
+  x15: 'http://schemas.microsoft.com/office/spreadsheetml/2010/11/main',
 } as const;
 
 /**
@@ -151,6 +153,53 @@ export function classifyDefinedName(
   return classifyFormula(formula);
 }
 
+/**
+ * Why a pivot cache (ECMA-376 Part 1 §18.10.1.67 `pivotCacheDefinition`) may not be kept, or
+ * `undefined` when it reads nothing but this workbook. Refused: a source of type `external` or
+ * naming a data connection (§18.10.1.12 `cacheSource` `connectionId`; the connections are not
+ * kept), a source range in another workbook (an `r:id` under the source: §18.10.1.99
+ * `worksheetSource` and §18.10.1.76 `rangeSet` name an `externalLinkPath`), OLAP calculated
+ * members (MDX run by a server, §18.10.1.8), and a calculated field or item whose formula
+ * {@link classifyFormula} refuses (§18.10.1.3 `cacheField`, §18.10.1.9 `calculatedItem`). Excel
+ * can refresh a kept cache (`refreshOnLoad`) only from this workbook's own cells.
+ */
+export function pivotCacheRefusal(bytes: Uint8Array, what: string): FindingKind | undefined {
+  let refusal: FindingKind | undefined;
+  let sources = 0;
+  const refuse = (kind: FindingKind): void => {
+    refusal ??= kind;
+  };
+  walkXml(bytes, what, {
+    open(element, ancestors) {
+      if (ancestors.length === 0) {
+        if (element.uri !== NS.s || element.localName !== 'pivotCacheDefinition') {
+          refuse('hidden-data');
+        }
+        return;
+      }
+      if (element.uri !== NS.s) return;
+      const inSource = ancestors.some((a) => a.uri === NS.s && a.localName === 'cacheSource');
+      if (inSource && element.attributes.some((a) => a.uri === NS.r)) {
+        refuse('external-relationship');
+      }
+      if (element.localName === 'cacheSource' && ancestors.length === 1) {
+        sources += 1;
+        const type = attribute(element, '', 'type');
+        if (type === 'external' || attribute(element, '', 'connectionId') !== undefined) {
+          refuse('data-connection');
+        }
+      } else if (element.localName === 'calculatedMember') {
+        refuse('data-connection');
+      } else if (element.localName === 'cacheField' || element.localName === 'calculatedItem') {
+        const kind = classifyFormula(attribute(element, '', 'formula') ?? '');
+        if (kind !== undefined) refuse(kind);
+      }
+    },
+  });
+  // §18.10.1.67: exactly one source; without one Excel cannot tell what the cache reads.
+  return refusal ?? (sources === 1 ? undefined : 'hidden-data');
+}
+
 /** PowerPoint actions that run something ([MS-PPTX] 2.3.x `ppaction://`). */
 const RUNNING_ACTION = /^ppaction:\/\/(macro|program|ole|ocx)/i;
 
@@ -188,7 +237,8 @@ const NEEDS_RELATIONSHIP = new Set([
   'userShapes', 'picture', 'drawing', 'oleObject', 'control', 'dataSource', 'recipientData',
   'headerSource', 'saveThroughXslt', 'sourceFileName', 'tablePart', 'chart', 'relIds',
   'webExtension', 'contentPart', 'customXml', 'tags', 'custData', 'audioFile', 'videoFile',
-  'wavAudioFile', 'quickTimeFile', 'media',
+  'wavAudioFile', 'quickTimeFile', 'media', 'slicerCache', 'slicer', 'timelineCacheRef',
+  'timelineRef',
 ]); // prettier-ignore
 
 /** Containers that must not be left empty (ECMA-376 schemas: at least one child). */
@@ -203,6 +253,17 @@ const DROP_WHEN_EMPTY = new Set([
   `${NS.x14} conditionalFormatting`,
   `${NS.x14} conditionalFormattings`,
   `${NS.x14} dataValidations`,
+  // [MS-XLSX] slicers and timelines (not kept: their parts are outside the allowlist) and the
+  // Excel 2010/2013 lists of pivot caches, emptied when what they list was left out.
+  `${NS.x14} slicerCaches`,
+  `${NS.x14} slicerList`,
+  `${NS.x14} pivotCaches`,
+  `${NS.x15} slicerCaches`,
+  `${NS.x15} slicerList`,
+  `${NS.x15} pivotCaches`,
+  `${NS.x15} timelineCacheRefs`,
+  `${NS.x15} timelineRefs`,
+  `${NS.x15} timelineCachePivotCaches`,
   // An extension left with nothing in it, and the list of extensions then.
   `${NS.s} ext`,
   `${NS.s} extLst`,

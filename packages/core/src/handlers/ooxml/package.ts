@@ -59,8 +59,17 @@ export function contentTypeOf(types: ContentTypes, partName: string): string | u
   return dot > slash ? types.defaults.get(folded.slice(dot + 1)) : undefined;
 }
 
-/** OPC §9.3.3: relationships of a part (or of the package when `partName` is `''`). */
-export function parseRelationships(bytes: Uint8Array, what: string): Relationship[] {
+/**
+ * OPC §9.3.3: relationships of a part (or of the package when `partName` is `''`). A relationship
+ * without an Id or a Target can neither be named nor followed: with `incomplete` given it is left
+ * out and reported there (Google Sheets writes an `externalLinkPath` with neither), else the part
+ * is refused.
+ */
+export function parseRelationships(
+  bytes: Uint8Array,
+  what: string,
+  incomplete?: () => void,
+): Relationship[] {
   const relationships: Relationship[] = [];
   const ids = new Set<string>();
   walkXml(bytes, what, {
@@ -72,6 +81,10 @@ export function parseRelationships(bytes: Uint8Array, what: string): Relationshi
       const type = value('Type');
       const target = value('Target');
       if (id === undefined || type === undefined || target === undefined) {
+        if (incomplete !== undefined) {
+          incomplete();
+          return;
+        }
         throw new Rejection(
           'invalid_file',
           `${what} has a relationship without Id, Type or Target`,

@@ -68,3 +68,72 @@ describe('verify of Word fields', () => {
     ).toMatch(/outside a field$/);
   });
 });
+
+describe('verify of pivot caches', () => {
+  const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+  const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+  /** Verify's verdict on a pivot cache definition holding `inner`. */
+  const cache = (inner: string): string => {
+    const bytes = Buffer.from(
+      `<pivotCacheDefinition xmlns="${S}" xmlns:r="${R}" r:id="rId1" refreshOnLoad="1">${inner}</pivotCacheDefinition>`,
+    );
+    try {
+      checkXmlPart(bytes, '/xl/pivotCache/pivotCacheDefinition1.xml');
+      return 'passed';
+    } catch (error) {
+      if (error instanceof VerifyFailure) return `${error.check}: ${error.message}`;
+      throw error;
+    }
+  };
+  const field = (formula?: string): string =>
+    `<cacheFields count="1"><cacheField name="F"${formula === undefined ? '' : ` formula="${formula}"`} numFmtId="0"/></cacheFields>`;
+
+  it('passes a cache reading this workbook, also with a calculated field that computes', () => {
+    expect(
+      cache(
+        `<cacheSource type="worksheet"><worksheetSource ref="A1:B9" sheet="Data"/></cacheSource>${field('Sales*2')}`,
+      ),
+    ).toBe('passed');
+    expect(
+      cache(
+        `<cacheSource type="worksheet"><worksheetSource name="Table1"/></cacheSource>${field()}`,
+      ),
+    ).toBe('passed');
+  });
+
+  it('fails a cache reading a connection, another workbook or an OLAP server, or a formula calling out', () => {
+    expect(cache(`<cacheSource type="external" connectionId="1"/>${field()}`)).toMatch(
+      /^ooxml\.active-content: .* a pivot cache reading a data connection$/,
+    );
+    expect(
+      cache(
+        `<cacheSource type="worksheet" connectionId="2"><worksheetSource ref="A1:B2" sheet="D"/></cacheSource>`,
+      ),
+    ).toMatch(/a data connection$/);
+    expect(
+      cache(
+        `<cacheSource type="worksheet"><worksheetSource ref="A1:B2" sheet="Payroll" r:id="rId2"/></cacheSource>`,
+      ),
+    ).toMatch(/a pivot cache source in another workbook$/);
+    expect(
+      cache(
+        `<cacheSource type="consolidation"><consolidation><rangeSets count="1"><rangeSet ref="A1:B2" sheet="S" r:id="rId3"/></rangeSets></consolidation></cacheSource>`,
+      ),
+    ).toMatch(/another workbook$/);
+    expect(
+      cache(
+        `<cacheSource type="worksheet"><worksheetSource ref="A1:B2" sheet="D"/></cacheSource><calculatedMembers count="1"><calculatedMember name="[M]" mdx="1"/></calculatedMembers>`,
+      ),
+    ).toMatch(/an OLAP calculated member$/);
+    expect(
+      cache(
+        `<cacheSource type="worksheet"><worksheetSource ref="A1:B2" sheet="D"/></cacheSource>${field('WEBSERVICE(&quot;http://x/&quot;)')}`,
+      ),
+    ).toMatch(/a pivot formula that calls out$/);
+    expect(
+      cache(
+        `<cacheSource type="worksheet"><worksheetSource ref="A1:B2" sheet="D"/></cacheSource><calculatedItems count="1"><calculatedItem formula="cmd|'/c calc'!A0"/></calculatedItems>`,
+      ),
+    ).toMatch(/a pivot formula that calls out$/);
+  });
+});

@@ -49,10 +49,16 @@ function partWalker(name: string, references: Map<string, string>): XmlWalker {
   let text = '';
   let nameAttributes: readonly XmlAttributeNode[] = [];
   let formulaElement: XmlElementNode | undefined;
+  /** The pivot cache's `cacheSource` being read (ECMA-376 Part 1 §18.10.1.12). */
+  let cacheSource: XmlElementNode | undefined;
+  const pivotCache = pivotCacheChecker(fail);
   return {
     open(element) {
       const key = element.key;
       if (FORBIDDEN.has(key)) fail(element.name);
+      if (element.uri === NS.s && pivotCache(element, cacheSource !== undefined)) {
+        cacheSource = element;
+      }
       for (const a of element.attributes) {
         const naming = a.uri === NS.r || (a.uri === NS.o && a.local === 'relid');
         if (naming && a.value !== '' && !references.has(a.value)) {
@@ -100,6 +106,7 @@ function partWalker(name: string, references: Map<string, string>): XmlWalker {
       }
     },
     close(element) {
+      if (element === cacheSource) cacheSource = undefined;
       if (collecting === 'formula' && element === formulaElement) {
         if (classifyFormula(text) !== undefined) fail('a formula that calls out');
         collecting = undefined;
@@ -119,6 +126,40 @@ function partWalker(name: string, references: Map<string, string>): XmlWalker {
         }
       }
     },
+  };
+}
+
+/**
+ * The pivot cache rules, checked on their own: a kept cache reads nothing but this workbook (no
+ * data connection, no source range in another workbook, no OLAP member, no calculated field or
+ * item calling out). Fed the main-namespace elements; true for the `cacheSource` itself.
+ */
+function pivotCacheChecker(
+  fail: (what: string) => never,
+): (element: XmlElementNode, inSource: boolean) => boolean {
+  return (element, inSource) => {
+    if (inSource && element.attributes.some((a) => a.uri === NS.r)) {
+      fail('a pivot cache source in another workbook');
+    }
+    switch (element.localName) {
+      case 'cacheSource':
+        if (
+          attribute(element, '', 'type') === 'external' ||
+          attribute(element, '', 'connectionId') !== undefined
+        ) {
+          fail('a pivot cache reading a data connection');
+        }
+        return true;
+      case 'calculatedMember':
+        fail('an OLAP calculated member');
+        break;
+      case 'cacheField':
+      case 'calculatedItem':
+        if (classifyFormula(attribute(element, '', 'formula') ?? '') !== undefined) {
+          fail('a pivot formula that calls out');
+        }
+    }
+    return false;
   };
 }
 

@@ -19,6 +19,11 @@ const DML = 'application/vnd.openxmlformats-officedocument.drawingml.';
 const XLSB = 'application/vnd.ms-excel.';
 const XLSB_MAIN = `${XLSB}sheet.binary.macroenabled.main`;
 
+/** A pivot cache definition (ECMA-376 Part 1 §18.10.1.67), lower-cased. */
+export const PIVOT_CACHE_TYPE = `${SML}pivotcachedefinition+xml`;
+/** A pivot table definition (ECMA-376 Part 1 §18.10.1.73), lower-cased. */
+export const PIVOT_TABLE_TYPE = `${SML}pivottable+xml`;
+
 /** Content type of relationship parts (OPC §10.1.2.2). */
 export const RELATIONSHIPS_TYPE = 'application/vnd.openxmlformats-package.relationships+xml';
 
@@ -117,6 +122,11 @@ const ALLOWED: ReadonlyMap<string, Targets> = new Map<string, Targets>([
   [`${OD}calcChain`, [`${SML}calcchain+xml`, `${XLSB}calcchain`]],
   [`${OD}table`, [`${SML}table+xml`, `${XLSB}table`]],
   [`${OD}sheetMetadata`, [`${SML}sheetmetadata+xml`]],
+  // Pivot tables (ECMA-376 Part 1 §18.10): a cache reading anything but this workbook is refused
+  // by its content (see `pivotCacheRefusal`), and a pivot table whose cache is refused goes too.
+  [`${OD}pivotCacheDefinition`, [PIVOT_CACHE_TYPE]],
+  [`${OD}pivotCacheRecords`, [`${SML}pivotcacherecords+xml`]],
+  [`${OD}pivotTable`, [PIVOT_TABLE_TYPE]],
   [`${OD}vmlDrawing`, ['application/vnd.openxmlformats-officedocument.vmldrawing']],
   [`${MS}2017/10/relationships/threadedComment`, ['application/vnd.ms-excel.threadedcomments+xml']],
   [`${MS}2017/10/relationships/person`, ['application/vnd.ms-excel.person+xml']],

@@ -88,6 +88,21 @@ async function unzipped(bytes: Uint8Array): Promise<{ names: string[]; text: str
   return { names, text };
 }
 
+/** Every member of a package by name, in order, as Info-ZIP reads them (to edit a fixture). */
+async function unzippedParts(bytes: Uint8Array): Promise<Map<string, string | Buffer>> {
+  const path = join(dir, `${Math.random().toString(36).slice(2)}.zip`);
+  await writeFile(path, bytes);
+  const names = execFileSync('unzip', ['-Z1', path], { encoding: 'utf8' }).trim().split('\n');
+  // Info-ZIP reads a member name as a pattern: `[` and the like match themselves escaped.
+  const literal = (name: string): string => name.replace(/[[\]*?\\]/g, '\\$&');
+  return new Map(names.map((name) => [name, execFileSync('unzip', ['-p', path, literal(name)])]));
+}
+
+/** The members zipped again, in order. */
+function rezipped(parts: ReadonlyMap<string, string | Buffer>): Promise<Buffer> {
+  return buildZip([...parts].map(([name, data]) => ({ name, data })));
+}
+
 const EXTENSIONS = Object.keys(OOXML_MAIN_TYPES) as OoxmlExtension[];
 
 describe('OOXML rebuild', () => {
@@ -293,6 +308,112 @@ describe('OOXML rebuild', () => {
     expect(text).toContain('<f>SUM(1,2)</f>');
     expect(text).toContain('<v>7</v>');
     expect(text).toContain('<definedName name="Total">');
+  });
+
+  describe('pivot tables', () => {
+    const texts = ['Region', 'North', 'South', 'North'];
+    const PIVOT_PARTS = [
+      'xl/pivotCache/pivotCacheDefinition1.xml',
+      'xl/pivotCache/pivotCacheRecords1.xml',
+      'xl/pivotTables/pivotTable1.xml',
+    ];
+
+    it('keeps a pivot table whose cache reads this workbook, with its cache, records and links', async () => {
+      const input = await buildWorkbook('xlsx', { texts, pivot: 'worksheet' });
+      const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+      expect(outcome.findings).toEqual([]);
+      const { names, text } = await unzipped(outcome.bytes);
+      for (const part of PIVOT_PARTS) expect(names).toContain(part);
+      expect(names).toContain('xl/pivotTables/_rels/pivotTable1.xml.rels');
+      expect(text).toMatch(/<pivotCaches><pivotCache cacheId="1" r:id="rIdPivotCache"\/>/);
+      expect(text).toContain('<worksheetSource ref="A1:A4" sheet="Sheet1"/>');
+      expect(text).toContain('relationships/pivotCacheRecords');
+      expect(text).toContain('<dataField name="Count of Region"');
+    });
+
+    it.each([
+      ['connection', 'data-connection', /connections|attacker|cacheSource/],
+      ['other-workbook', 'external-relationship', /fileserver|externalLinkPath|Payroll/],
+      ['calculated-call', 'external-relationship', /WEBSERVICE|attacker/],
+    ] as const)(
+      'drops a pivot cache reading a %s, its table with it, keeping the cells shown',
+      async (source, kind, gone) => {
+        const input = await buildWorkbook('xlsx', { texts, pivot: source });
+        const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+        const found = findingsOf(outcome);
+        expect(found[kind]).toBeGreaterThanOrEqual(1);
+        // The pivot table without its cache, and the cache's records no part links to now.
+        expect(found['hidden-data']).toBe(2);
+        const { names, text } = await unzipped(outcome.bytes);
+        expect(names.filter((name) => /pivot(Cache|Table)|connections/i.test(name))).toEqual([]);
+        expect(text).not.toMatch(gone);
+        expect(text).not.toContain('pivotCache');
+        // What the table showed stays as cells.
+        expect(text).toContain('Grand Total');
+        expect(text).toContain('Count of Region');
+      },
+    );
+
+    it('drops a pivot table whose cache is missing, and leaves out a relationship with no Id or Target', async () => {
+      const input = await buildWorkbook('xlsx', { texts, pivot: 'worksheet' });
+      // As Google Sheets writes it: an externalLinkPath with neither Id nor Target.
+      const parts = await unzippedParts(input);
+      parts.set(
+        'xl/pivotCache/_rels/pivotCacheDefinition1.xml.rels',
+        `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${R_NS}/pivotCacheRecords" Target="pivotCacheRecords1.xml"/><Relationship Type="${R_NS}/externalLinkPath" TargetMode="External"/></Relationships>`,
+      );
+      const kept = cleaned(await disarm({ bytes: await rezipped(parts), fileName: 'a.xlsx' }));
+      expect(findingsOf(kept)).toEqual({ 'hidden-data': 1 });
+      expect((await unzipped(kept.bytes)).names).toContain('xl/pivotTables/pivotTable1.xml');
+      parts.delete('xl/pivotCache/pivotCacheDefinition1.xml');
+      const orphan = cleaned(await disarm({ bytes: await rezipped(parts), fileName: 'a.xlsx' }));
+      const { names, text } = await unzipped(orphan.bytes);
+      expect(names.filter((name) => /pivot(Cache|Table)/i.test(name))).toEqual([]);
+      expect(text).not.toContain('pivotCache');
+      expect(text).toContain('Grand Total');
+    });
+
+    it('drops slicer and timeline references with the parts they name', async () => {
+      const X14 = 'http://schemas.microsoft.com/office/spreadsheetml/2009/9/main';
+      const X15 = 'http://schemas.microsoft.com/office/spreadsheetml/2010/11/main';
+      const input = await workbookOf(
+        [
+          {
+            data: `<worksheet xmlns="${SML_NS}" xmlns:r="${R_NS}"><sheetData/><extLst><ext uri="{3A4CF648-6AED-40f4-86FF-DC5316D8AED3}" xmlns:x14="${X14}"><x14:slicerList><x14:slicer r:id="rIdSlicer"/></x14:slicerList></ext><ext uri="{7E03D99C-DC04-49d9-9315-930204A7B6E9}" xmlns:x15="${X15}"><x15:timelineRefs><x15:timelineRef r:id="rIdTimeline"/></x15:timelineRefs></ext></extLst></worksheet>`,
+            relationships: [
+              {
+                id: 'rIdSlicer',
+                type: 'http://schemas.microsoft.com/office/2007/relationships/slicer',
+                target: '../slicers/slicer1.xml',
+              },
+              {
+                id: 'rIdTimeline',
+                type: 'http://schemas.microsoft.com/office/2011/relationships/timeline',
+                target: '../timelines/timeline1.xml',
+              },
+            ],
+          },
+        ],
+        [
+          {
+            name: 'xl/slicers/slicer1.xml',
+            contentType: 'application/vnd.ms-excel.slicer+xml',
+            data: `<slicers xmlns="${X14}"><slicer name="Region" cache="Slicer_Region" caption="Region" rowHeight="241300"/></slicers>`,
+          },
+          {
+            name: 'xl/timelines/timeline1.xml',
+            contentType: 'application/vnd.ms-excel.timeline+xml',
+            data: `<timelines xmlns="${X15}"><timeline name="Date" cache="NativeTimeline_Date" caption="Date" level="2"/></timelines>`,
+          },
+        ],
+      );
+      const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+      expect(findingsOf(outcome)).toEqual({ 'hidden-data': 2 });
+      const { names, text } = await unzipped(outcome.bytes);
+      expect(names.filter((name) => /slicer|timeline/i.test(name))).toEqual([]);
+      // Not an empty reference Excel would have to repair: the lists and extensions go whole.
+      expect(text).not.toMatch(/slicer|timeline|<extLst/i);
+    });
   });
 
   it('screens formulas under any prefix and spelling of the tag, skipping sheets without one', async () => {

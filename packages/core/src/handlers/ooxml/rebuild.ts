@@ -15,7 +15,7 @@ import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
-import { rewritePart } from './content.ts';
+import { pivotCacheRefusal, rewritePart } from './content.ts';
 import {
   contentTypeOf,
   memberOf,
@@ -32,6 +32,8 @@ import {
   isAllowedTarget,
   isRegeneratedPart,
   OFFICE_DOCUMENT_RELATIONSHIP,
+  PIVOT_CACHE_TYPE,
+  PIVOT_TABLE_TYPE,
   RELATIONSHIPS_TYPE,
 } from './parts.ts';
 import { isBinaryPartType, rewriteBinaryPart } from './xlsb.ts';
@@ -208,12 +210,75 @@ class PackageWalk {
       const relsMember = this.#pkg.byFoldedName.get(relsName.toLowerCase());
       if (!relsMember) continue;
       const rels = await relsMember.read();
-      for (const relationship of parseRelationships(rels, `part /${relsName}`)) {
+      const incomplete = (): void => {
+        this.#findings.add('hidden-data');
+      };
+      for (const relationship of parseRelationships(rels, `part /${relsName}`, incomplete)) {
         const target = this.#follow(next, relationship);
-        if (target === false) continue;
+        if (target === false || (target && !(await this.#admitted(target)))) continue;
         next.relationships.push(relationship);
         if (target) queue.push(target);
       }
+    }
+    this.#withdrawOrphanedPivotTables();
+  }
+
+  /**
+   * Whether a newly kept part may stay by what it holds; a pivot cache reading anything but this
+   * workbook is refused (see `pivotCacheRefusal`), counted, and never kept from then on.
+   */
+  async #admitted(part: KeptPart): Promise<boolean> {
+    if (part.contentType.toLowerCase() !== PIVOT_CACHE_TYPE || part.source instanceof Uint8Array) {
+      return true;
+    }
+    const refusal = part.source && pivotCacheRefusal(await part.source.read(), `part ${part.name}`);
+    if (refusal === undefined) return true;
+    const folded = part.name.toLowerCase();
+    this.parts.delete(folded);
+    this.#decided.set(folded, false);
+    this.#counted.add(folded);
+    this.#findings.add(refusal);
+    return false;
+  }
+
+  /**
+   * A pivot table shows its cache (ECMA-376 Part 1 §18.10.1.73 `cacheId`, and the table's
+   * relationship to the cache definition): one whose cache was refused or is missing goes too,
+   * counted as hidden data. The cells Excel wrote for it stay in the sheet.
+   */
+  #withdrawOrphanedPivotTables(): void {
+    const orphans = new Set<string>();
+    for (const part of this.parts.values()) {
+      if (part.contentType.toLowerCase() !== PIVOT_TABLE_TYPE) continue;
+      const cached = part.relationships.some(
+        (relationship) =>
+          !relationship.external &&
+          this.parts
+            .get(resolveTarget(part.name, relationship.target)?.toLowerCase() ?? '')
+            ?.contentType.toLowerCase() === PIVOT_CACHE_TYPE,
+      );
+      if (cached) continue;
+      orphans.add(part.name.toLowerCase());
+      this.#findings.add('hidden-data');
+    }
+    this.#withdraw(orphans);
+  }
+
+  /** Leaves out kept parts (folded names), with every relationship to them. */
+  #withdraw(names: ReadonlySet<string>): void {
+    if (names.size === 0) return;
+    for (const [folded, part] of this.parts) {
+      if (names.has(part.name.toLowerCase())) {
+        this.parts.delete(folded);
+        this.#decided.set(folded, false);
+        this.#counted.add(folded);
+        continue;
+      }
+      part.relationships = part.relationships.filter((relationship) => {
+        if (relationship.external) return true;
+        const target = resolveTarget(part.name, relationship.target);
+        return target === undefined || !names.has(target.toLowerCase());
+      });
     }
   }
 
@@ -272,19 +337,7 @@ class PackageWalk {
       if (rebuilt) part.source = rebuilt;
       else refused.add(part.name.toLowerCase());
     });
-    if (refused.size === 0) return;
-    for (const [folded, part] of this.parts) {
-      if (refused.has(part.name.toLowerCase())) {
-        this.parts.delete(folded);
-        this.#decided.set(folded, false);
-        continue;
-      }
-      part.relationships = part.relationships.filter((relationship) => {
-        if (relationship.external) return true;
-        const target = resolveTarget(part.name, relationship.target);
-        return target === undefined || !refused.has(target.toLowerCase());
-      });
-    }
+    this.#withdraw(refused);
   }
 
   /** A kept image through the engine; one it refuses is counted here and left out. */

@@ -37,6 +37,8 @@ export interface OfficePackage {
   readonly byFoldedName: ReadonlyMap<string, PackageMember>;
   /** The package's bytes, the enclosing archive of members handed to the engine. */
   readonly bytes: Uint8Array;
+  /** Bytes after the zip's end record, left out of the rebuild (see `openZip`). */
+  readonly trailingBytes: number;
 }
 
 /**
@@ -116,6 +118,7 @@ export async function withOfficePackage<T>(
           members,
           byFoldedName: new Map(members.map((member) => [member.name.toLowerCase(), member])),
           bytes,
+          trailingBytes: listing.trailingBytes,
         },
         what,
       );

@@ -34,8 +34,10 @@ export interface ZipMember {
 export interface ZipListing {
   readonly members: readonly ZipMember[];
   readonly commentBytes: number;
+  /** Bytes after the end of central directory record and its comment, left unread. */
+  readonly trailingBytes: number;
   readonly file: ZipFile;
-  /** The whole archive, as opened. */
+  /** The archive as opened: the input without its trailing bytes. */
   readonly bytes: Uint8Array;
 }
 
@@ -70,16 +72,18 @@ const HOST_UNIX = 3;
  * Opens a zip held in memory and reads its central directory, refusing archives with more than
  * `maxEntries` records before reading any of them.
  */
-export async function openZip(bytes: Uint8Array, maxEntries: number): Promise<ZipListing> {
-  const file = await new Promise<ZipFile>((resolve, rejectOpen) => {
-    yauzl.fromBuffer(
-      asBuffer(bytes),
-      { lazyEntries: true, decodeStrings: false, validateEntrySizes: true, autoClose: false },
-      (error, zipFile) => {
-        if (error) rejectOpen(toZipRejection(error));
-        else resolve(zipFile);
-      },
-    );
+export async function openZip(input: Uint8Array, maxEntries: number): Promise<ZipListing> {
+  let bytes = input;
+  const file = await fromBuffer(bytes).catch((error: unknown) => {
+    // Bytes appended after the archive (a newline added in transfer, a polyglot's tail): yauzl
+    // finds the end record but holds its comment length to the rest of the file. Info-ZIP,
+    // Office and LibreOffice read such an archive; it is read without the tail.
+    const end = error instanceof Error && /comment length/i.test(error.message) ? endOf(input) : 0;
+    if (end <= 0 || end >= input.length) throw toZipRejection(error);
+    bytes = input.subarray(0, end);
+    return fromBuffer(bytes).catch((retry: unknown) => {
+      throw toZipRejection(retry);
+    });
   });
   try {
     if (file.entryCount > maxEntries) {
@@ -89,11 +93,50 @@ export async function openZip(bytes: Uint8Array, maxEntries: number): Promise<Zi
       );
     }
     const members = await readMembers(file);
-    return { members, commentBytes: commentLength(file), file, bytes };
+    return {
+      members,
+      commentBytes: commentLength(file),
+      trailingBytes: input.length - bytes.length,
+      file,
+      bytes,
+    };
   } catch (error) {
     file.close();
     throw error;
   }
+}
+
+function fromBuffer(bytes: Uint8Array): Promise<ZipFile> {
+  return new Promise<ZipFile>((resolve, reject) => {
+    yauzl.fromBuffer(
+      asBuffer(bytes),
+      { lazyEntries: true, decodeStrings: false, validateEntrySizes: true, autoClose: false },
+      (error, zipFile) => {
+        if (error) reject(error);
+        else resolve(zipFile);
+      },
+    );
+  });
+}
+
+/** APPNOTE 4.3.16: the end of central directory record is 22 bytes and its comment. */
+const END_RECORD_BYTES = 22;
+/** How far from the end the record is looked for: a full comment and as much tail again. */
+const END_SEARCH_BYTES = END_RECORD_BYTES + 2 * 0xffff;
+
+/**
+ * Where the archive ends when bytes follow it: just after the last end of central directory
+ * record (APPNOTE 4.3.16, signature 0x06054b50) whose comment fits in the file, or 0 when none.
+ */
+function endOf(bytes: Uint8Array): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const lowest = Math.max(0, bytes.length - END_SEARCH_BYTES);
+  for (let offset = bytes.length - END_RECORD_BYTES; offset >= lowest; offset -= 1) {
+    if (view.getUint32(offset, true) !== 0x06054b50) continue;
+    const end = offset + END_RECORD_BYTES + view.getUint16(offset + 20, true);
+    if (end <= bytes.length) return end;
+  }
+  return 0;
 }
 
 function commentLength(file: ZipFile): number {

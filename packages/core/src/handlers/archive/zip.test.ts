@@ -347,6 +347,19 @@ describe('zip rebuild', () => {
     );
   });
 
+  it('refuses bytes after the end of the archive as invalid_file, naming them', async () => {
+    // A plain archive is held to its structure (an Office package is read without the tail).
+    const input = Buffer.concat([
+      buildRawZip([{ name: 'a.png', data: await buildImage('png') }]),
+      Buffer.from('\n'),
+    ]);
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(
+      /data after the end of the central directory/,
+    );
+  });
+
   it('refuses unsupported compression methods', async () => {
     const input = buildRawZip([{ name: 'a.png', data: 'BZh91AY&SY', method: 12 }]);
     const outcome = await run(input);

@@ -86,6 +86,7 @@ async function rebuildPackage(
   const { mediaType, charts } = await readManifest(pkg, what);
   prepareChecksFor(pkg);
   const findings = new FindingTally();
+  findings.add('trailing-data', pkg.trailingBytes > 0 ? 1 : 0);
   const images = new Map<string, Uint8Array>();
   const countedObjects = new Set<string>();
   const pictures: PackageMember[] = [];

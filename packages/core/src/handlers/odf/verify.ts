@@ -30,6 +30,9 @@ export async function verifyOdf(
     throw new VerifyFailure('odf.zip', `the written package cannot be listed: ${String(error)}`);
   });
   try {
+    if (listing.trailingBytes > 0) {
+      throw new VerifyFailure('odf.zip', 'bytes follow the end of the written package');
+    }
     const first = listing.members[0];
     if (
       first?.name !== 'mimetype' ||

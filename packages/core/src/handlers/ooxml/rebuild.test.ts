@@ -731,6 +731,28 @@ describe('OOXML rebuild', () => {
     expect(performance.now() - started).toBeLessThan(whole / 3);
   });
 
+  it('reads a package with bytes after its end, as Office does, and leaves them out', async () => {
+    // As files fetched from the web come: a newline appended after the end record (yauzl holds
+    // the comment length to the rest of the file; Info-ZIP, Office and LibreOffice read on).
+    const docx = await buildWordDocument('docx', { texts: ['Quarterly numbers'] });
+    for (const tail of ['\n', 'PK\u0005\u0006 not an end record', 'x'.repeat(60_000)]) {
+      const outcome = cleaned(
+        await disarm({ bytes: Buffer.concat([docx, Buffer.from(tail)]), fileName: 'a.docx' }),
+      );
+      expect(findingsOf(outcome)).toEqual({ 'trailing-data': 1 });
+      const { text } = await unzipped(outcome.bytes);
+      expect(text).toContain('Quarterly numbers');
+      expect(Buffer.from(outcome.bytes).subarray(-22).readUInt32LE(0)).toBe(0x06054b50);
+    }
+    // The end record is looked for in the last 64 KiB, as zip readers do: past that the file
+    // does not read as a zip.
+    const far = await disarm({
+      bytes: Buffer.concat([docx, Buffer.alloc(100_000)]),
+      fileName: 'a.docx',
+    });
+    expect(far).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
   it('drops unknown and unreferenced parts, counting them', async () => {
     const base = {
       name: 'word/document.xml',

@@ -93,6 +93,7 @@ async function rebuildPackage(
   const types = parseContentTypes(await typesMember.read(), 'the content types part');
   prepareChecksFor(pkg);
   const findings = new FindingTally();
+  findings.add('trailing-data', pkg.trailingBytes > 0 ? 1 : 0);
   const walk = new PackageWalk(pkg, types, findings, context);
   await walk.run();
   await walk.rebuildImages();

@@ -54,6 +54,9 @@ export async function verifyOoxml(
     throw new VerifyFailure('ooxml.zip', `the written package cannot be listed: ${String(error)}`);
   });
   try {
+    if (listing.trailingBytes > 0) {
+      throw new VerifyFailure('ooxml.zip', 'bytes follow the end of the written package');
+    }
     // Only the package machinery is held in memory; every other part is read when checked.
     const members = new Map<string, ZipMember>();
     const parts = new Map<string, Uint8Array>();

@@ -1,7 +1,7 @@
 import CFB from 'cfb';
 import type { CFB$Container, CFB$Entry } from 'cfb';
 
-import { Rejection } from './rejection.ts';
+import { faultOf, Rejection } from './rejection.ts';
 
 /** [MS-CFB] 2.6.1: object types in a directory entry. */
 const CFB_STREAM = 2;
@@ -23,10 +23,8 @@ export function openCompoundFile(bytes: Uint8Array, what: string): CompoundFile 
   try {
     container = CFB.read(bytes, { type: 'buffer' });
   } catch (error) {
-    throw new Rejection(
-      'invalid_file',
-      `${what} is not a readable compound file: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    const fault = faultOf(error, 'its header, sector chains or directory do not hold together');
+    throw new Rejection('invalid_file', `${what} is not a readable compound file: ${fault}`);
   }
   const topLevel = new Map<string, CFB$Entry>();
   container.FullPaths.forEach((path, index) => {

@@ -146,6 +146,22 @@ describe('content detection', () => {
     ).toMatch(/plain zip/);
   });
 
+  it('names what is wrong with a broken compound file, not the reader failing on it', async () => {
+    // [MS-CFB] 2.2: the directory's first sector (header offset 0x30) past the file, as in
+    // Apache POI's fuzzed crash-9bf3cd4b….xlsx; and a FAT sector number (0x4C) pointing nowhere.
+    for (const [offset, value] of [
+      [0x30, 0x7fff],
+      [0x4c, 1],
+    ] as const) {
+      const broken = Buffer.from(COMPOUND_FIXTURES.doc());
+      broken.writeUInt32LE(value, offset);
+      const rejection = await check(broken, 'doc');
+      expect(rejection?.reason).toBe('invalid_file');
+      expect(rejection?.message).toMatch(/not a readable compound file: its header, sector/);
+      expect(rejection?.message).not.toMatch(/undefined|Cannot|properties/);
+    }
+  });
+
   it('refuses a compound file that is not the named Office kind', async () => {
     expect((await check(COMPOUND_FIXTURES.msi(), 'doc'))?.message).toMatch(/another kind/);
   });

@@ -1,7 +1,7 @@
 import { PDFDocument, ParseSpeeds } from '@cantoo/pdf-lib';
 import type { PDFContext } from '@cantoo/pdf-lib';
 
-import { Rejection } from '../../_internal/rejection.ts';
+import { faultOf, Rejection } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
 import { emptyOwnerPasswordAccess } from '../../detect/pdf-encryption.ts';
@@ -159,5 +159,6 @@ function asRejection(error: unknown): Rejection {
       'the PDF is encrypted in a way that needs a key we do not have',
     );
   }
-  return new Rejection('invalid_file', `the PDF does not parse: ${message.slice(0, 200)}`);
+  const fault = faultOf(error, 'its objects or cross-reference data do not hold together');
+  return new Rejection('invalid_file', `the PDF does not parse: ${fault.slice(0, 200)}`);
 }

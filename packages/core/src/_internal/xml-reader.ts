@@ -1,4 +1,5 @@
 import { Rejection } from './rejection.ts';
+import { transitional } from './strict-ooxml.ts';
 
 /** One attribute as written, with its namespace resolved. */
 export interface XmlAttributeNode {
@@ -465,7 +466,9 @@ export class XmlReader {
     uri: string,
     local: string,
   ): ResolvedName {
-    const resolved: ResolvedName = { uri, local, key: `${uri} ${local}` };
+    // A Strict OOXML name reads as its Transitional twin (see `transitional`): one rule for both.
+    const read = transitional(uri);
+    const resolved: ResolvedName = { uri: read, local, key: `${read} ${local}` };
     if (names.size >= MAX_CACHED_NAMES) names.clear();
     names.set(name, resolved);
     return resolved;

@@ -3,6 +3,7 @@ import type { SaxesTagNS } from 'saxes';
 
 import type { Deadline } from '../limits.ts';
 import { Rejection } from './rejection.ts';
+import { transitional } from './strict-ooxml.ts';
 import { MAX_XML_ELEMENTS, XmlReader } from './xml-reader.ts';
 import type { XmlAttributeNode, XmlElementNode, XmlWalker } from './xml-reader.ts';
 import { decodeXmlText, MAX_XML_PART_BYTES, xmlDecoder } from './xml.ts';
@@ -184,12 +185,14 @@ class SaxesWalk {
         );
         return;
       }
+      // A Strict OOXML name reads as its Transitional twin, as the rebuild's reader reads it.
+      const uri = transitional(tag.uri);
       const element: XmlElementNode = {
         index: count,
         name: tag.name,
-        uri: tag.uri,
+        uri,
         localName: tag.local,
-        key: keyOf(tag.uri, tag.local),
+        key: keyOf(uri, tag.local),
         attributes: attributesOf(tag),
       };
       count += 1;
@@ -270,7 +273,13 @@ function attributesOf(tag: SaxesTagNS): readonly XmlAttributeNode[] {
   const attributes: XmlAttributeNode[] = [];
   for (const name of names) {
     const attribute = tag.attributes[name];
-    if (attribute !== undefined) attributes.push(attribute);
+    if (attribute === undefined) continue;
+    const uri = transitional(attribute.uri);
+    attributes.push(
+      uri === attribute.uri
+        ? attribute
+        : { name: attribute.name, uri, local: attribute.local, value: attribute.value },
+    );
   }
   return attributes;
 }

@@ -4,6 +4,7 @@
  */
 import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
+import { transitional } from '../../_internal/strict-ooxml.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';
 
 const CONTENT_TYPES_NS = 'http://schemas.openxmlformats.org/package/2006/content-types';
@@ -21,7 +22,10 @@ export interface ContentTypes {
 /** One `<Relationship>`. */
 export interface Relationship {
   readonly id: string;
+  /** The type rules go by: a Strict type as its Transitional twin (see `transitional`). */
   readonly type: string;
+  /** The type as the part spells it, written back so. */
+  readonly writtenType: string;
   readonly target: string;
   readonly external: boolean;
 }
@@ -98,7 +102,8 @@ export function parseRelationships(
       ids.add(id);
       relationships.push({
         id,
-        type,
+        type: transitional(type),
+        writtenType: type,
         target,
         external: value('TargetMode')?.toLowerCase() === 'external',
       });

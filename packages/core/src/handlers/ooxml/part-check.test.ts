@@ -57,6 +57,24 @@ describe('verify of Word fields', () => {
     ).toMatch(/^ooxml\.active-content: .* a field$/);
   });
 
+  it('reads Strict Open XML names as their Transitional twins', () => {
+    const strict = (body: string): string => {
+      const bytes = Buffer.from(
+        `<w:document xmlns:w="http://purl.oclc.org/ooxml/wordprocessingml/main" xmlns:r="http://purl.oclc.org/ooxml/officeDocument/relationships"><w:body>${body}</w:body></w:document>`,
+      );
+      try {
+        return `passed ${[...checkXmlPart(bytes, '/word/document.xml').references.keys()].join()}`;
+      } catch (error) {
+        if (error instanceof VerifyFailure) return `${error.check}: ${error.message}`;
+        throw error;
+      }
+    };
+    expect(strict('<w:p><w:fldSimple w:instr=" DDEAUTO cmd "/></w:p>')).toMatch(/a field$/);
+    expect(strict('<w:p><w:object/></w:p>')).toMatch(/^ooxml\.active-content/);
+    // The relationship ids a part names, for the dangling-reference check.
+    expect(strict('<w:p><w:hyperlink r:id="rId7"/></w:p>')).toBe('passed rId7');
+  });
+
   it('fails an instruction outside a field (the rebuild keeps none)', () => {
     expect(verdict(`<w:p>${instruction(' PAGE ')}</w:p>`)).toMatch(
       /^ooxml\.active-content: .* a field instruction outside a field$/,

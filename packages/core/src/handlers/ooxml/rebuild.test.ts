@@ -310,6 +310,55 @@ describe('OOXML rebuild', () => {
     expect(text).toContain('<definedName name="Total">');
   });
 
+  it.each([
+    [
+      'xlsm',
+      { macroSheet: true, dde: true, externalData: true, oleObject: true, pivot: 'other-workbook' },
+    ],
+    [
+      'docx',
+      {
+        dde: true,
+        fetchingFields: true,
+        macroButton: true,
+        attachedTemplate: 'http://attacker.example/t.dotm',
+        externalOle: 'mhtml:http://attacker.example/x!x',
+      },
+    ],
+    ['pptm', { vba: true, macroAction: true, externalOle: 'https://attacker.example/x' }],
+  ] as const)(
+    'removes from a Strict Open XML .%s what it removes from Transitional, keeping Strict names',
+    async (extension, active) => {
+      const options = {
+        texts: ['Quarterly numbers'],
+        hyperlinks: ['https://example.com/r'],
+        ...active,
+      };
+      const transitional = cleaned(
+        await disarm({
+          bytes: await buildOfficeDocument(extension, options),
+          fileName: `a.${extension}`,
+        }),
+      );
+      const strictInput = await buildOfficeDocument(extension, { ...options, strict: true });
+      expect((await unzipped(strictInput)).text).not.toMatch(
+        /schemas\.openxmlformats\.org\/(?!package|markup)/,
+      );
+      const strict = cleaned(await disarm({ bytes: strictInput, fileName: `a.${extension}` }));
+      expect(findingsOf(strict)).toEqual(findingsOf(transitional));
+      expect(Object.keys(findingsOf(strict)).length).toBeGreaterThanOrEqual(2);
+      const { names, text } = await unzipped(strict.bytes);
+      expect(names).toEqual((await unzipped(transitional.bytes)).names);
+      expect(text).toContain('http://purl.oclc.org/ooxml/officeDocument/relationships/');
+      expect(text).not.toMatch(/schemas\.openxmlformats\.org\/(?!package|markup)/);
+      expect(text).not.toMatch(
+        /DDE|INCLUDE|MACROBUTTON|attacker|cmd\||Auto_Open|ppaction:\/\/macro|fileserver/,
+      );
+      expect(text).toContain('Quarterly numbers');
+      expect(text).toContain('https://example.com/r');
+    },
+  );
+
   describe('pivot tables', () => {
     const texts = ['Region', 'North', 'South', 'North'];
     const PIVOT_PARTS = [

@@ -413,7 +413,7 @@ async function writePackage(
       '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">',
       ...part.relationships.map(
         (r) =>
-          `<Relationship Id="${escape(r.id)}" Type="${escape(r.type)}" Target="${escape(r.target)}"${r.external ? ' TargetMode="External"' : ''}/>`,
+          `<Relationship Id="${escape(r.id)}" Type="${escape(r.writtenType)}" Target="${escape(r.target)}"${r.external ? ' TargetMode="External"' : ''}/>`,
       ),
       '</Relationships>',
     ];

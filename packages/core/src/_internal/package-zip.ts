@@ -160,6 +160,16 @@ async function checkListing(
       );
     }
     const name = member.name;
+    // APPNOTE 4.6.9: an Info-ZIP Unicode Path extra field renames the member for the readers that
+    // honour it (Info-ZIP, yauzl), not for Office or LibreOffice, which read the header's own
+    // name. Part names are ASCII (ECMA-376 Part 2 Annex A.3; ODF writes UTF-8 names), so the two
+    // differ only in a package built to show each reader another document.
+    if (name !== member.rawName) {
+      throw new Rejection(
+        'invalid_file',
+        `${what} has a member named "${member.rawName}" that its Unicode Path field renames "${name}": readers would disagree on which part it is`,
+      );
+    }
     if (
       name.startsWith('/') ||
       name.includes('\\') ||

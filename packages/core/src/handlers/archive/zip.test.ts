@@ -2,6 +2,7 @@ import type { RawZipEntry } from '@disarm/fixtures';
 import {
   buildImage,
   buildRawZip,
+  unicodePathExtra,
   buildZip,
   deflateBomb,
   EICAR_TEST_FILE,
@@ -217,15 +218,7 @@ describe('zip rebuild', () => {
   });
 
   it('refuses a traversal hidden in the Info-ZIP Unicode Path extra field', async () => {
-    const unicodeName = Buffer.from('../evil.png');
-    const extra = Buffer.alloc(4 + 5 + unicodeName.length);
-    extra.writeUInt16LE(0x7075, 0);
-    extra.writeUInt16LE(5 + unicodeName.length, 2);
-    extra[4] = 1;
-    // APPNOTE 4.6.9: the CRC-32 of the name bytes ties the Unicode name to the record.
-    const { crc32 } = await import('node:zlib');
-    extra.writeUInt32LE(crc32(Buffer.from('good.png')), 5);
-    unicodeName.copy(extra, 9);
+    const extra = unicodePathExtra('good.png', '../evil.png');
     const input = buildRawZip([{ name: Buffer.from('good.png'), data: 'x', extra }]);
     expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
   });

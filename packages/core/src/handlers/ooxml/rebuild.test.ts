@@ -10,11 +10,13 @@ import {
   buildWordDocument,
   buildWorkbook,
   buildPresentation,
+  buildRawZip,
   buildZip,
   COMPOUND_FIXTURES,
   EICAR_TEST_FILE,
   OOXML_MAIN_TYPES,
   RELATIONSHIP_TYPES,
+  unicodePathExtra,
 } from '@disarm/fixtures';
 import type { OoxmlExtension, OpcPart } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -800,6 +802,29 @@ describe('OOXML rebuild', () => {
       fileName: 'a.docx',
     });
     expect(far).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
+  it('refuses a package whose Unicode Path fields show each reader another document', async () => {
+    // As Apache POI's unicode-path.docx: Office and LibreOffice read the header names, Info-ZIP
+    // and yauzl the extra field's, and the two swap the main part with a stray member.
+    const parts = await unzippedParts(await buildWordDocument('docx', { texts: ['For Word'] }));
+    const other = (
+      await unzippedParts(await buildWordDocument('docx', { texts: ['For unzip'] }))
+    ).get('word/document.xml');
+    const stray = 'zip-test-additional-file';
+    const entries = [...parts].flatMap(([name, data]) =>
+      name === 'word/document.xml'
+        ? [
+            { name: Buffer.from(name), data, extra: unicodePathExtra(name, stray) },
+            { name: Buffer.from(stray), data: other, extra: unicodePathExtra(stray, name) },
+          ]
+        : [{ name, data }],
+    );
+    const outcome = await disarm({ bytes: buildRawZip(entries), fileName: 'a.docx' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(
+      /"word\/document\.xml" that its Unicode Path field renames "zip-test-additional-file"/,
+    );
   });
 
   it('drops unknown and unreferenced parts, counting them', async () => {

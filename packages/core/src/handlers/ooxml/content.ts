@@ -41,6 +41,10 @@ export const NS = {
   x14: 'http://schemas.microsoft.com/office/spreadsheetml/2009/9/main',
   /** [MS-XLSX] 2.6: the Excel 2013 extensions (timelines, table slicers, data model caches). */
   x15: 'http://schemas.microsoft.com/office/spreadsheetml/2010/11/main',
+  /** [MS-XLSX] 2.6.x: `x15ac:absPath`, the folder the workbook was last saved in. */
+  x15ac: 'http://schemas.microsoft.com/office/spreadsheetml/2010/11/ac',
+  /** ECMA-376 Part 3: markup compatibility (`mc:AlternateContent`). */
+  mc: 'http://schemas.openxmlformats.org/markup-compatibility/2006',
 } as const;
 
 /**
@@ -226,6 +230,8 @@ const ALWAYS_DROPPED: ReadonlyMap<string, FindingKind | undefined> = new Map<
   [`${NS.w} mailMerge`, 'data-connection'],
   // VML form controls name the macro they run ([MS-OI29500] x:FmlaMacro).
   [`${NS.x} FmlaMacro`, 'vba-macro'],
+  // The folder Excel last saved the workbook in ("C:\Users\name\…"): nothing shows it.
+  [`${NS.x15ac} absPath`, 'document-metadata'],
 ]);
 
 /** Elements that cannot stand without the relationship they name. */
@@ -264,6 +270,10 @@ const DROP_WHEN_EMPTY = new Set([
   `${NS.x15} timelineCacheRefs`,
   `${NS.x15} timelineRefs`,
   `${NS.x15} timelineCachePivotCaches`,
+  // ECMA-376 Part 3 §10.2: a choice left empty would be chosen and show nothing; the
+  // alternatives left with no choice go whole.
+  `${NS.mc} Choice`,
+  `${NS.mc} AlternateContent`,
   // An extension left with nothing in it, and the list of extensions then.
   `${NS.s} ext`,
   `${NS.s} extLst`,

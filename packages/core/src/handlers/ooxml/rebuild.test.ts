@@ -827,6 +827,34 @@ describe('OOXML rebuild', () => {
     );
   });
 
+  it('removes the folder Excel last saved the workbook in, and the alternatives left empty', async () => {
+    // As Excel 2013 and later write it in every workbook they save.
+    const input = await buildOpcPackage(
+      [
+        {
+          name: 'xl/workbook.xml',
+          contentType: OOXML_MAIN_TYPES.xlsx,
+          data: `<workbook xmlns="${SML_NS}" xmlns:r="${R_NS}" xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" mc:Ignorable="x15" xmlns:x15="http://schemas.microsoft.com/office/spreadsheetml/2010/11/main"><fileVersion appName="xl" lastEdited="7" lowestEdited="7" rupBuild="22228"/><workbookPr defaultThemeVersion="166925"/><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"><mc:Choice Requires="x15"><x15ac:absPath url="C:\\Users\\jsmith\\OneDrive - Contoso\\Payroll\\" xmlns:x15ac="http://schemas.microsoft.com/office/spreadsheetml/2010/11/ac"/></mc:Choice></mc:AlternateContent><bookViews><workbookView xWindow="0" yWindow="0" windowWidth="28800" windowHeight="12300"/></bookViews><sheets><sheet name="S1" sheetId="1" r:id="rId1"/></sheets></workbook>`,
+          relationships: [
+            { id: 'rId1', type: RELATIONSHIP_TYPES.worksheet, target: 'worksheets/sheet1.xml' },
+          ],
+        },
+        {
+          name: 'xl/worksheets/sheet1.xml',
+          contentType: WORKSHEET_TYPE,
+          data: `<worksheet xmlns="${SML_NS}"><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>Salaries</t></is></c></row></sheetData></worksheet>`,
+        },
+      ],
+      [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'xl/workbook.xml' }],
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'document-metadata': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toMatch(/jsmith|absPath|AlternateContent|mc:Choice/);
+    expect(text).toContain('<workbookPr defaultThemeVersion="166925"/><bookViews>');
+    expect(text).toContain('Salaries');
+  });
+
   it('drops unknown and unreferenced parts, counting them', async () => {
     const base = {
       name: 'word/document.xml',

@@ -234,10 +234,7 @@ class PackageWalk {
     }
     const refusal = part.source && pivotCacheRefusal(await part.source.read(), `part ${part.name}`);
     if (refusal === undefined) return true;
-    const folded = part.name.toLowerCase();
-    this.parts.delete(folded);
-    this.#decided.set(folded, false);
-    this.#counted.add(folded);
+    this.#withdraw(new Set([part.name.toLowerCase()]));
     this.#findings.add(refusal);
     return false;
   }

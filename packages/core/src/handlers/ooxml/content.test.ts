@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { mayHoldRefusedField } from './content.ts';
+import { classifyFormula, mayHoldRefusedField } from './content.ts';
 
 const instruction = (text: string, element = 'w:instrText'): string =>
   `<w:r><${element} xml:space="preserve">${text}</${element}></w:r>`;
@@ -36,5 +36,20 @@ describe('mayHoldRefusedField (whether a part needs the first walk for its field
     expect(mayHoldRefusedField('<w:instrText> PAGE <!-- x --> </w:instrText>')).toBe(true);
     // Never closed.
     expect(mayHoldRefusedField('<w:instrText> PAGE ')).toBe(true);
+  });
+});
+
+describe('classifyFormula', () => {
+  it('refuses formulas that fetch, IMAGE among them, and keeps those that only compute', () => {
+    expect(classifyFormula('_xlfn.IMAGE("https://attacker.example/t.png",,1)')).toBe(
+      'external-relationship',
+    );
+    expect(classifyFormula('IMAGE(A1)')).toBe('external-relationship');
+    expect(classifyFormula('_xlfn.WEBSERVICE("http://x/")')).toBe('external-relationship');
+    expect(classifyFormula('EXEC("calc")')).toBe('xlm-macro');
+    // Names that only end or start like one, and the word in a string, are not calls.
+    expect(classifyFormula('MYIMAGE(A1)+IMAGES!A1')).toBeUndefined();
+    expect(classifyFormula('"IMAGE(x)"&A1')).toBeUndefined();
+    expect(classifyFormula('_xlfn.TEXTJOIN(",",TRUE,A1:A3)')).toBeUndefined();
   });
 });

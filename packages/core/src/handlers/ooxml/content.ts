@@ -113,9 +113,14 @@ export function classifyField(instruction: string): FindingKind | undefined {
   return FIELD_KINDS[keyword] ?? 'hidden-data';
 }
 
-/** Functions that call into DLLs or XLM, or fetch from outside ([MS-XLSX], Excel 4.0 macros). */
+/**
+ * Functions that call into DLLs or XLM, or fetch from outside ([MS-XLSX], Excel 4.0 macros;
+ * `IMAGE`, Excel 2022, loads a picture from the URL it is given whenever the sheet calculates).
+ */
 const CALLING_FUNCTIONS =
-  /(?:^|[^A-Za-z0-9_.])(?:_xlfn\.)?(CALL|REGISTER|REGISTER\.ID|EXEC|FOPEN|FWRITE|FWRITELN|FREAD|FREADLN|RUN|HALT|WEBSERVICE|RTD|SQL\.REQUEST|IMPORTXML)\s*\(/i;
+  /(?:^|[^A-Za-z0-9_.])(?:_xlfn\.)?(CALL|REGISTER|REGISTER\.ID|EXEC|FOPEN|FWRITE|FWRITELN|FREAD|FREADLN|RUN|HALT|WEBSERVICE|IMAGE|RTD|SQL\.REQUEST|IMPORTXML)\s*\(/i;
+/** Of {@link CALLING_FUNCTIONS}, those that fetch (the rest run code). */
+const FETCHING_FUNCTIONS = new Set(['WEBSERVICE', 'IMAGE', 'RTD', 'SQL.REQUEST', 'IMPORTXML']);
 
 /**
  * The finding an Excel formula is removed as (its cached value stays), or `undefined`. DDE is
@@ -126,9 +131,7 @@ export function classifyFormula(formula: string): FindingKind | undefined {
   const code = formula.replace(/"(?:[^"]|"")*"/g, '""');
   if (code.includes('|')) return 'dde-link';
   const call = CALLING_FUNCTIONS.exec(code)?.[1]?.toUpperCase();
-  if (call === 'WEBSERVICE' || call === 'RTD' || call === 'SQL.REQUEST' || call === 'IMPORTXML') {
-    return 'external-relationship';
-  }
+  if (call !== undefined && FETCHING_FUNCTIONS.has(call)) return 'external-relationship';
   if (call !== undefined) return 'xlm-macro';
   if (/(?:^|[^A-Za-z0-9_.\]])'?\[\d+\]/.test(code)) return 'external-relationship';
   return undefined;

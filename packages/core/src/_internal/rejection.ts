@@ -28,7 +28,11 @@ export function reject(reason: RejectionReason, detail: string): never {
  * the library, not the file: then `unforeseen` is said instead.
  */
 export function faultOf(error: unknown, unforeseen: string): string {
-  if (error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError) {
+  if (
+    error instanceof TypeError ||
+    error instanceof RangeError ||
+    error instanceof ReferenceError
+  ) {
     return unforeseen;
   }
   return error instanceof Error ? error.message : String(error);

@@ -18,7 +18,7 @@ import {
   RELATIONSHIP_TYPES,
   unicodePathExtra,
 } from '@disarm/fixtures';
-import type { OoxmlExtension, OpcPart } from '@disarm/fixtures';
+import type { OoxmlExtension, OpcPart, RawZipEntry } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
@@ -812,7 +812,7 @@ describe('OOXML rebuild', () => {
       await unzippedParts(await buildWordDocument('docx', { texts: ['For unzip'] }))
     ).get('word/document.xml');
     const stray = 'zip-test-additional-file';
-    const entries = [...parts].flatMap(([name, data]) =>
+    const entries = [...parts].flatMap(([name, data]): RawZipEntry[] =>
       name === 'word/document.xml'
         ? [
             { name: Buffer.from(name), data, extra: unicodePathExtra(name, stray) },

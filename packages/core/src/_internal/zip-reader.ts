@@ -6,6 +6,7 @@ import type { Entry, ZipFile } from 'yauzl';
 
 import { asBuffer } from './bytes.ts';
 import { Rejection } from './rejection.ts';
+import { endRecords } from './zip-walk.ts';
 
 /** One central-directory record, with what the engine decides on already decoded. */
 export interface ZipMember {
@@ -119,22 +120,14 @@ function fromBuffer(bytes: Uint8Array): Promise<ZipFile> {
   });
 }
 
-/** APPNOTE 4.3.16: the end of central directory record is 22 bytes and its comment. */
-const END_RECORD_BYTES = 22;
-/** How far from the end the record is looked for: a full comment and as much tail again. */
-const END_SEARCH_BYTES = END_RECORD_BYTES + 2 * 0xffff;
-
 /**
  * Where the archive ends when bytes follow it: just after the last end of central directory
- * record (APPNOTE 4.3.16, signature 0x06054b50) whose comment fits in the file, or 0 when none.
+ * record (APPNOTE 4.3.16) whose comment fits in the file, looked for as far back as a full
+ * comment and as much tail again; 0 when there is none.
  */
 function endOf(bytes: Uint8Array): number {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const lowest = Math.max(0, bytes.length - END_SEARCH_BYTES);
-  for (let offset = bytes.length - END_RECORD_BYTES; offset >= lowest; offset -= 1) {
-    if (view.getUint32(offset, true) !== 0x06054b50) continue;
-    const end = offset + END_RECORD_BYTES + view.getUint16(offset + 20, true);
-    if (end <= bytes.length) return end;
+  for (const record of endRecords(bytes, 2 * 0xffff)) {
+    if (record.end <= bytes.length) return record.end;
   }
   return 0;
 }

@@ -116,16 +116,28 @@ function walk(bytes: Uint8Array): WalkedZip {
   return { entries, commentBytes };
 }
 
+/**
+ * APPNOTE 4.3.16: the end of central directory records that start within `window` bytes before
+ * the last place one fits, last first, each with where its comment ends (maybe past the file).
+ */
+export function* endRecords(
+  bytes: Uint8Array,
+  window: number,
+): Generator<{ readonly offset: number; readonly end: number }, void, undefined> {
+  const last = bytes.length - END_RECORD_BYTES;
+  for (let offset = last; offset >= Math.max(0, last - window); offset -= 1) {
+    if (u32le(bytes, offset) !== END_RECORD) continue;
+    yield { offset, end: offset + END_RECORD_BYTES + u16le(bytes, offset + 20) };
+  }
+}
+
 /** APPNOTE 4.3.16: the end record, whose comment must reach exactly to the end of the file. */
 function findEndRecord(bytes: Uint8Array): number {
-  const last = bytes.length - END_RECORD_BYTES;
-  if (last < 0) fail('the archive is shorter than an end record');
-  const first = Math.max(0, last - MAX_COMMENT_BYTES);
+  if (bytes.length < END_RECORD_BYTES) fail('the archive is shorter than an end record');
   let seen = false;
-  for (let offset = last; offset >= first; offset -= 1) {
-    if (u32le(bytes, offset) !== END_RECORD) continue;
+  for (const record of endRecords(bytes, MAX_COMMENT_BYTES)) {
     seen = true;
-    if (offset + END_RECORD_BYTES + u16le(bytes, offset + 20) === bytes.length) return offset;
+    if (record.end === bytes.length) return record.offset;
   }
   return fail(
     seen ? 'there is data after the end of the central directory' : 'there is no end record',

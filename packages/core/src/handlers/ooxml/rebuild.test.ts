@@ -80,21 +80,25 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The package as Info-ZIP sees it: member names, and every member's text. */
-async function unzipped(bytes: Uint8Array): Promise<{ names: string[]; text: string }> {
+/** The package written to a file of its own, and its member names as Info-ZIP lists them. */
+async function listed(bytes: Uint8Array): Promise<{ path: string; names: string[] }> {
   const path = join(dir, `${Math.random().toString(36).slice(2)}.zip`);
   await writeFile(path, bytes);
-  execFileSync('unzip', ['-tqq', path]);
   const names = execFileSync('unzip', ['-Z1', path], { encoding: 'utf8' }).trim().split('\n');
+  return { path, names };
+}
+
+/** The package as Info-ZIP sees it: member names, and every member's text. */
+async function unzipped(bytes: Uint8Array): Promise<{ names: string[]; text: string }> {
+  const { path, names } = await listed(bytes);
+  execFileSync('unzip', ['-tqq', path]);
   const text = execFileSync('unzip', ['-p', path], { encoding: 'latin1', maxBuffer: 1 << 26 });
   return { names, text };
 }
 
 /** Every member of a package by name, in order, as Info-ZIP reads them (to edit a fixture). */
 async function unzippedParts(bytes: Uint8Array): Promise<Map<string, string | Buffer>> {
-  const path = join(dir, `${Math.random().toString(36).slice(2)}.zip`);
-  await writeFile(path, bytes);
-  const names = execFileSync('unzip', ['-Z1', path], { encoding: 'utf8' }).trim().split('\n');
+  const { path, names } = await listed(bytes);
   // Info-ZIP reads a member name as a pattern: `[` and the like match themselves escaped.
   const literal = (name: string): string => name.replace(/[[\]*?\\]/g, '\\$&');
   return new Map(names.map((name) => [name, execFileSync('unzip', ['-p', path, literal(name)])]));

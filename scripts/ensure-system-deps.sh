@@ -12,6 +12,8 @@ REQUIRED=(
   libimage-exiftool-perl:exiftool
   clamav:clamscan
   poppler-utils:pdftotext
+  printemf:printemf
+  libwmf-bin:wmf2svg
   libreoffice-writer-nogui:soffice
   libreoffice-calc-nogui:/usr/lib/libreoffice/program/libsclo.so
   libreoffice-impress-nogui:/usr/lib/libreoffice/program/libslideshowlo.so

@@ -2,6 +2,7 @@ import type { FindingTally } from '../findings.ts';
 import type { DetectedFile, EngineContext, FileInput } from '../handlers/types.ts';
 import { assertExpansionRatio, formatBytes } from '../limits.ts';
 import { preparePartChecks } from './part-checks.ts';
+import { metafileKindOf, rebuildMetafile } from '../handlers/image/metafile/metafile.ts';
 import { Rejection } from './rejection.ts';
 import { CHUNK_BYTES } from './xml-rewrite.ts';
 import {
@@ -230,8 +231,10 @@ export function isSafeHyperlink(target: string): boolean {
 
 /**
  * A picture of a package through the whole engine (scan, detect, the image handler, its verify),
- * its findings added to the package's. One the engine refuses is left out (`undefined`, counted
- * as `hidden-data`); a threat or the size budget refuses the package.
+ * its findings added to the package's; a metafile (`.emf`, `.wmf`, not a file type of its own)
+ * through the metafile rebuild, which the package's verify reads back. One that is refused is
+ * left out (`undefined`, counted as `hidden-data`); a threat or the size budget refuses the
+ * package.
  */
 export async function rebuildPackageImage(
   image: FileInput,
@@ -239,7 +242,12 @@ export async function rebuildPackageImage(
   context: EngineContext,
   findings: FindingTally,
 ): Promise<Uint8Array | undefined> {
+  const metafile = metafileKindOf(image.fileName.slice(image.fileName.lastIndexOf('.') + 1));
   try {
+    if (metafile !== undefined) {
+      context.deadline.check();
+      return rebuildMetafile(image.bytes, metafile, context.limits, findings);
+    }
     const rebuilt = await context.processMember(image, pkg.bytes);
     findings.addAll(rebuilt.findings);
     return rebuilt.bytes;

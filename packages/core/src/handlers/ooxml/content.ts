@@ -236,8 +236,12 @@ const ALWAYS_DROPPED: ReadonlyMap<string, FindingKind | undefined> = new Map<
   FindingKind | undefined
 >([
   // Anchors of OLE objects and ActiveX controls; the parts they use are counted as relationships.
-  [`${NS.w} object`, undefined],
+  // A Word `w:object` (§17.3.3.19) stays for the picture Word shows it by (its VML `v:shape`
+  // preview), without what makes it an object: the document shows the object's last picture.
   [`${NS.w} control`, undefined],
+  [`${NS.w} objectEmbed`, undefined],
+  [`${NS.w} objectLink`, undefined],
+  [`${NS.w} movie`, undefined],
   [`${NS.w} subDoc`, undefined],
   [`${NS.w} altChunk`, undefined],
   [`${NS.w} frameset`, undefined],
@@ -274,6 +278,8 @@ const NEEDS_RELATIONSHIP = new Set([
 const DROP_WHEN_EMPTY = new Set([
   `${NS.s} definedNames`,
   `${NS.s} hyperlinks`,
+  // An embedded object whose preview picture did not survive shows nothing.
+  `${NS.w} object`,
   `${NS.s} pivotCaches`,
   `${NS.s} tableParts`,
   // A conditional format or validation list whose every rule called out (RULE_FORMULAS).

@@ -22,7 +22,7 @@ import {
 
 /** Elements no rebuilt part may hold. */
 const FORBIDDEN = new Set([
-  `${NS.w} object`, `${NS.w} control`, `${NS.w} subDoc`, `${NS.w} altChunk`, `${NS.w} frameset`,
+  `${NS.w} control`, `${NS.w} objectEmbed`, `${NS.w} objectLink`, `${NS.w} movie`, `${NS.w} subDoc`, `${NS.w} altChunk`, `${NS.w} frameset`,
   `${NS.w} docVars`, `${NS.w} mailMerge`, `${NS.o} OLEObject`, `${NS.p} oleObj`, `${NS.p} control`,
   `${NS.s} oleObjects`, `${NS.s} controls`, `${NS.s} externalReferences`, `${NS.x} FmlaMacro`,
 ]); // prettier-ignore

@@ -27,7 +27,10 @@ export const PIVOT_TABLE_TYPE = `${SML}pivottable+xml`;
 /** Content type of relationship parts (OPC §10.1.2.2). */
 export const RELATIONSHIPS_TYPE = 'application/vnd.openxmlformats-package.relationships+xml';
 
-/** Raster image content types, with the extension the image handler knows them by. */
+/**
+ * Picture content types, with the extension the engine rebuilds them by: raster images through
+ * the image handler, metafiles (EMF, WMF) through the metafile rebuild.
+ */
 export const IMAGE_TYPES: Readonly<Record<string, string>> = {
   'image/png': 'png',
   'image/jpeg': 'jpg',
@@ -35,6 +38,10 @@ export const IMAGE_TYPES: Readonly<Record<string, string>> = {
   'image/gif': 'gif',
   'image/bmp': 'bmp',
   'image/tiff': 'tif',
+  'image/x-emf': 'emf',
+  'image/emf': 'emf',
+  'image/x-wmf': 'wmf',
+  'image/wmf': 'wmf',
 };
 
 /** Main document parts (the `officeDocument` relationship's target). */

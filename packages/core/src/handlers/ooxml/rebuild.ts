@@ -37,6 +37,7 @@ import {
   RELATIONSHIPS_TYPE,
 } from './parts.ts';
 import { isBinaryPartType, rewriteBinaryPart } from './xlsb.ts';
+import { metafileKindOf } from '../image/metafile/metafile.ts';
 
 interface KeptPart {
   /** Part name, `/word/document.xml`, spelled as the member is. */
@@ -394,14 +395,18 @@ async function writePackage(
       contentTypes.push(
         `<Override PartName="${escape(part.name)}" ContentType="${escape(part.contentType)}"/>`,
       );
-      const isImage = IMAGE_TYPES[part.contentType.toLowerCase()] !== undefined;
+      const imageExtension = IMAGE_TYPES[part.contentType.toLowerCase()];
       const source = part.source;
       entries.push({
         path: part.name.slice(1),
-        // Images were rebuilt during the walk and are stored as they are; the rest is made lazily.
-        bytes: isImage && source instanceof Uint8Array ? source : () => bytesOf(part),
+        // Images were rebuilt during the walk; the rest is made lazily.
+        bytes:
+          imageExtension !== undefined && source instanceof Uint8Array
+            ? source
+            : () => bytesOf(part),
         modifiedAt: PACKAGE_TIME,
-        compress: !isImage,
+        // Raster images are stored as they are; metafiles deflate well.
+        compress: imageExtension === undefined || metafileKindOf(imageExtension) !== undefined,
       });
     }
     if (part.relationships.length === 0) continue;

@@ -6,6 +6,7 @@ import type { ZipMember } from '../../_internal/zip-reader.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
+import { checkMetafile, metafileKindOf } from '../image/metafile/metafile.ts';
 import { assertReferences, checkXmlPart } from './part-check.ts';
 import {
   contentTypeOf,
@@ -180,7 +181,16 @@ export async function verifyOoxml(
       }
       const contentType = contentTypeOf(types, `/${name}`)?.toLowerCase() ?? '';
       const ids = relationshipIds.get(name) ?? new Set<string>();
-      if (IMAGE_TYPES[contentType] !== undefined) continue;
+      const imageExtension = IMAGE_TYPES[contentType];
+      if (imageExtension !== undefined) {
+        // Raster images passed the image handler's own verify; metafiles are read back here.
+        const metafile = metafileKindOf(imageExtension);
+        const fault = metafile === undefined ? undefined : checkMetafile(bytes, metafile);
+        if (fault !== undefined) {
+          throw new VerifyFailure('ooxml.metafile', `picture /${name}: ${fault}`);
+        }
+        continue;
+      }
       if (BINARY_PART_TYPES.has(contentType)) {
         checkBinaryPart(bytes, `/${name}`, contentType, ids);
       } else {

@@ -75,7 +75,7 @@ describe('part checks in worker threads', () => {
     benign: documentXml(
       '<w:p><w:hyperlink r:id="rId7"><w:r><w:t>Grüße, 東京 🎉</w:t></w:r></w:hyperlink></w:p>',
     ),
-    ole: documentXml('<w:p><w:r><w:object r:id="rId2"/></w:r></w:p>'),
+    ole: documentXml('<w:p><w:r><w:object><w:objectEmbed r:id="rId2"/></w:object></w:r></w:p>'),
     field: documentXml('<w:p><w:fldSimple w:instr=" INCLUDETEXT &quot;http://x/a&quot; "/></w:p>'),
     malformed: documentXml('<w:p><w:r></w:p>'),
     doctype: Buffer.from(`<!DOCTYPE d [<!ENTITY e "x">]><w:document xmlns:w="${W}"/>`),
@@ -112,7 +112,7 @@ describe('part checks in worker threads', () => {
 
   it('checks a part larger than the high-water mark without losing a chunk', async () => {
     const body = '<w:p><w:r><w:t>text text text</w:t></w:r></w:p>'.repeat(400_000);
-    const bytes = documentXml(`${body}<w:p><w:r><w:object/></w:r></w:p>`);
+    const bytes = documentXml(`${body}<w:p><w:r><w:object><w:objectEmbed/></w:object></w:r></w:p>`);
     expect(bytes.length).toBeGreaterThan(16 * 1024 * 1024);
     expect(await verdict(bytes, 256 * 1024)).toMatchObject({
       status: 'failed',
@@ -324,7 +324,7 @@ describe("verify before release and the workers' verdicts", () => {
     const withOle = Buffer.from(
       Buffer.from(written)
         .toString()
-        .replace('<w:body>', '<w:body><w:p><w:r><w:object/></w:r></w:p>'),
+        .replace('<w:body>', '<w:body><w:p><w:r><w:object><w:objectEmbed/></w:object></w:r></w:p>'),
     );
     expect(await verifyCheck(bytes, await on(withOle))).toBe('ooxml.active-content');
     // No verdict (the worker broke, or none was reached): the part is checked here.

@@ -1,8 +1,9 @@
 import type { FindingTally } from '../findings.ts';
+import { metafileKindOf, rebuildMetafile } from '../handlers/image/metafile/metafile.ts';
 import type { DetectedFile, EngineContext, FileInput } from '../handlers/types.ts';
+import { extensionOf } from '../formats.ts';
 import { assertExpansionRatio, formatBytes } from '../limits.ts';
 import { preparePartChecks } from './part-checks.ts';
-import { metafileKindOf, rebuildMetafile } from '../handlers/image/metafile/metafile.ts';
 import { Rejection } from './rejection.ts';
 import { CHUNK_BYTES } from './xml-rewrite.ts';
 import {
@@ -242,7 +243,7 @@ export async function rebuildPackageImage(
   context: EngineContext,
   findings: FindingTally,
 ): Promise<Uint8Array | undefined> {
-  const metafile = metafileKindOf(image.fileName.slice(image.fileName.lastIndexOf('.') + 1));
+  const metafile = metafileKindOf(extensionOf(image.fileName));
   try {
     if (metafile !== undefined) {
       context.deadline.check();

@@ -509,8 +509,8 @@ function bitmapRecord(
 ): Uint8Array {
   const head = record.fresh(0, fixedBytes);
   const view = new DataView(head.buffer);
-  const parts: Uint8Array[] = [head];
-  let at = fixedBytes;
+  const parts = new RecordWriter();
+  parts.push(head);
   for (const fields of bitmaps) {
     const infoOffset = record.u32(fields.info);
     const infoBytes = record.u32(fields.info + 4);
@@ -533,22 +533,17 @@ function bitmapRecord(
       context.findings,
       fields.monochrome === true,
     );
-    view.setUint32(fields.info, at, true);
-    view.setUint32(fields.info + 4, kept.info.length, true);
-    parts.push(kept.info, new Uint8Array(pad4(kept.info.length) - kept.info.length));
-    at += pad4(kept.info.length);
-    view.setUint32(fields.bits, at, true);
-    view.setUint32(fields.bits + 4, kept.bits.length, true);
-    parts.push(kept.bits, new Uint8Array(pad4(kept.bits.length) - kept.bits.length));
-    at += pad4(kept.bits.length);
+    for (const [field, bytes] of [
+      [fields.info, kept.info],
+      [fields.bits, kept.bits],
+    ] as const) {
+      view.setUint32(field, parts.length, true);
+      view.setUint32(field + 4, bytes.length, true);
+      parts.push(bytes);
+      parts.push(new Uint8Array(pad4(bytes.length) - bytes.length));
+    }
   }
   view.setUint32(0, type, true);
-  view.setUint32(4, at, true);
-  const out = new Uint8Array(at);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
+  view.setUint32(4, parts.length, true);
+  return parts.concat();
 }

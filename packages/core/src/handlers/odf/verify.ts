@@ -1,5 +1,7 @@
 import { checkWhole, verdictOn, WalkedPartCheck } from '../../_internal/part-checks.ts';
 import { COMPRESSION_STORED, matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
+import { checkMetafile, metafileKindOf } from '../image/metafile/metafile.ts';
+import { assertPixelsOnly } from '../image/verify.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { ODF_NS } from './content.ts';
@@ -11,13 +13,15 @@ import {
   CHART_STREAMS,
   ODF_IMAGE_TYPES,
   ODF_STREAMS,
+  REPLACEMENT_PICTURE,
+  replacementExtension,
   TEXT_MEDIA_TYPES,
 } from './rebuild.ts';
 
 /**
  * ODF checks of verify before release, on the written package re-listed with yauzl and re-read
- * with saxes: `mimetype` first, stored, naming a text type; only the kept streams, raster
- * pictures, the rebuilt settings and the manifest; the manifest lists exactly the members; every
+ * with saxes: `mimetype` first, stored, naming a text type; only the kept streams, pictures
+ * (metafiles read back, `odf.metafile`), the rebuilt settings and the manifest; the manifest lists exactly the members; every
  * XML stream parses without a DTD and holds no script, event listener, embedded object, DDE or
  * script URL; the settings hold only the configuration items the rebuild keeps.
  */
@@ -97,7 +101,8 @@ export async function verifyOdf(
         name === 'settings.xml' ||
         chartStreams.includes(name) ||
         ((name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') &&
-          ODF_IMAGE_TYPES[extension] !== undefined);
+          ODF_IMAGE_TYPES[extension] !== undefined) ||
+        REPLACEMENT_PICTURE.test(name);
       if (!allowed)
         throw new VerifyFailure('odf.part-allowlist', `member ${name} is outside the allowlist`);
     }
@@ -137,7 +142,28 @@ export async function verifyOdf(
       checkWhole(new WalkedPartCheck('settings.xml', 'odf.xml-parse', settingsWalker), settings);
     }
     for (const name of members.keys()) {
-      if (name.startsWith('Pictures/') || name === 'Thumbnails/thumbnail.png') await read(name);
+      const replacement = REPLACEMENT_PICTURE.test(name);
+      if (!replacement && !name.startsWith('Pictures/') && name !== 'Thumbnails/thumbnail.png') {
+        continue;
+      }
+      const bytes = await read(name);
+      if (!bytes) continue;
+      // Raster pictures passed the image handler's own verify; a replacement image, named
+      // without an extension, is checked as what its bytes are, and metafiles are read back.
+      const extension = replacement
+        ? replacementExtension(bytes)
+        : name.slice(name.lastIndexOf('.') + 1).toLowerCase();
+      if (extension === undefined) {
+        throw new VerifyFailure('odf.part-allowlist', `member ${name} is not a kept picture`);
+      }
+      const metafile = metafileKindOf(extension);
+      if (metafile !== undefined) {
+        const fault = checkMetafile(bytes, metafile);
+        if (fault !== undefined)
+          throw new VerifyFailure('odf.metafile', `picture ${name}: ${fault}`);
+      } else if (replacement) {
+        assertPixelsOnly(bytes, extension);
+      }
     }
   } finally {
     listing.file.close();

@@ -348,12 +348,13 @@ export async function* rewritePart(
 ): AsyncGenerator<Uint8Array, void, undefined> {
   const text = partText(bytes, what);
   const walked = needsFirstWalk(text, part.contentType);
-  const { dropped, shown, lessened } = walked
+  const { dropped, shown, lessened, previews } = walked
     ? await collectDropped(text, what, part.findings, pace)
     : {
         dropped: new Set<number>(),
         shown: new Map<number, string>(),
         lessened: new Map<number, number>(),
+        previews: undefined,
       };
   const sheets = WORKBOOK_TYPES.has(part.contentType)
     ? planSheets(bytes, what, part.keptIds)
@@ -365,6 +366,7 @@ export async function* rewritePart(
   const anyDropped = dropped.size > 0;
   const anyShown = shown.size > 0;
   const anyLessened = lessened.size > 0;
+  const anyPreview = previews !== undefined && previews.pictures.size > 0;
   const properties =
     part.contentType === CORE_TYPE ? true : part.contentType === EXTENDED_TYPE ? false : undefined;
   const decide = (
@@ -372,6 +374,10 @@ export async function* rewritePart(
     ancestors: readonly XmlElementNode[],
   ): ElementDecision => {
     if (anyDropped && dropped.has(element.index)) return DROP;
+    if (anyPreview) {
+      const decision = previewDecision(element, ancestors, previews);
+      if (decision !== undefined) return decision;
+    }
     if (stray !== undefined && element.uri === NS.w && stray(element)) return DROP;
     if (anyShown) {
       const text = shown.get(element.index);
@@ -433,6 +439,25 @@ export async function* rewritePart(
     { element: decide, dropWhenEmpty: (element) => DROP_WHEN_EMPTY.has(element.key) },
     pace,
   );
+}
+
+/** The decision for an element of an OLE object kept as its preview picture, if it is one. */
+function previewDecision(
+  element: XmlElementNode,
+  ancestors: readonly XmlElementNode[],
+  previews: OlePreviews,
+): ElementDecision | undefined {
+  if (previews.unwrapped.has(element.index)) return UNWRAP;
+  const parent = ancestors.at(-1);
+  if (
+    parent !== undefined &&
+    previews.unwrapped.has(parent.index) &&
+    !previews.pictures.has(element.index)
+  ) {
+    return DROP;
+  }
+  const attributes = previews.relabelled.get(element.index);
+  return attributes === undefined ? undefined : { action: 'keep', attributes };
 }
 
 /** Workbook parts (ECMA-376 Part 1 §18.2; the macro-enabled, template and add-in forms). */
@@ -737,6 +762,79 @@ interface FirstWalk {
   readonly shown: Map<number, string>;
   /** Index of a counted list -> entries dropped from it. */
   readonly lessened: Map<number, number>;
+  /** OLE objects shown by their preview picture (see {@link settleOleFrame}). */
+  readonly previews: OlePreviews;
+}
+
+/**
+ * PowerPoint's OLE objects that keep their preview picture in place of the object: the elements
+ * from the graphic frame down to the picture are unwrapped, everything else in them goes, and the
+ * picture takes over the frame's id and name (and the namespaces declared on the way).
+ */
+interface OlePreviews {
+  readonly unwrapped: Set<number>;
+  readonly pictures: Set<number>;
+  /** Index of the picture and of its `p:cNvPr` -> their attributes as written. */
+  readonly relabelled: Map<number, readonly XmlAttributeNode[]>;
+}
+
+/** A PresentationML graphic frame (ECMA-376 Part 1 §19.3.1.21) being walked. */
+interface OleFrame {
+  readonly frame: XmlElementNode;
+  /** The frame's own `p:cNvPr`: the id and name its picture takes over. */
+  cNvPr?: XmlElementNode;
+  ole: boolean;
+  control: boolean;
+  /** The first `p:pic` inside the object, the elements from the frame down to it, its `p:cNvPr`. */
+  picture?: { element: XmlElementNode; path: XmlElementNode[]; cNvPr?: XmlElementNode };
+}
+
+const XMLNS = 'http://www.w3.org/2000/xmlns/';
+
+/**
+ * Decides a graphic frame once walked. One holding an ActiveX control goes whole. One holding an
+ * OLE object (§19.3.2.4 `p:oleObj`) keeps the picture PowerPoint 2010 and later, and
+ * LibreOffice, write inside the object for consumers that cannot run it (the `p:pic` of the
+ * object in `mc:Fallback`, placed where the frame is): the slide shows the object's last picture,
+ * and nothing opens from it. Without such a picture the frame goes whole, as before.
+ */
+function settleOleFrame(walked: OleFrame, dropped: Set<number>, previews: OlePreviews): void {
+  const { frame, cNvPr, picture } = walked;
+  if (!walked.ole && !walked.control) return;
+  if (walked.control || cNvPr === undefined || picture?.cNvPr === undefined) {
+    dropped.add(frame.index);
+    return;
+  }
+  for (const element of picture.path) previews.unwrapped.add(element.index);
+  previews.pictures.add(picture.element.index);
+  // The picture inside an object is numbered 0 (§19.3.1.12 `id` is unique on the slide): it
+  // takes the frame's id and name.
+  const taken = new Map(
+    cNvPr.attributes
+      .filter((a) => a.uri === '' && (a.local === 'id' || a.local === 'name'))
+      .map((a) => [a.local, a]),
+  );
+  previews.relabelled.set(picture.cNvPr.index, [
+    ...picture.cNvPr.attributes.map((a) => (a.uri === '' ? (taken.get(a.local) ?? a) : a)),
+    ...[...taken.values()].filter(
+      (a) => !picture.cNvPr?.attributes.some((b) => b.uri === '' && b.local === a.local),
+    ),
+  ]);
+  // Namespaces declared on the unwrapped elements, innermost first, move onto the picture.
+  const declared = new Set(
+    picture.element.attributes.filter((a) => a.uri === XMLNS).map((a) => a.name),
+  );
+  const carried: XmlAttributeNode[] = [];
+  for (const element of [...picture.path].reverse()) {
+    for (const attribute of element.attributes) {
+      if (attribute.uri !== XMLNS || declared.has(attribute.name)) continue;
+      declared.add(attribute.name);
+      carried.push(attribute);
+    }
+  }
+  if (carried.length > 0) {
+    previews.relabelled.set(picture.element.index, [...picture.element.attributes, ...carried]);
+  }
 }
 
 async function collectDropped(
@@ -757,6 +855,12 @@ async function collectDropped(
     { element: XmlElementNode; text: string; goes: number; list: number | undefined } | undefined;
   const sharedFormulas: { index: number; si: string }[] = [];
   const droppedShared = new Set<string>();
+  const previews: OlePreviews = {
+    unwrapped: new Set(),
+    pictures: new Set(),
+    relabelled: new Map(),
+  };
+  let oleFrame: OleFrame | undefined;
   const finishField = (field: OpenField): void => {
     const kind = classifyField(field.instruction);
     if (kind === undefined) return;
@@ -816,12 +920,10 @@ async function collectDropped(
           const holder = ancestors.findLast((a) => holders.includes(a.key));
           const list = holder && ancestors.findLast((a) => COUNTED_LISTS.has(a.key));
           ruleFormula = { element, text: '', goes: (holder ?? element).index, list: list?.index };
-        } else if (
-          element.uri === NS.p &&
-          (element.localName === 'oleObj' || element.localName === 'control')
-        ) {
-          const frame = ancestors.findLast((a) => a.uri === NS.p && a.localName === 'graphicFrame');
-          if (frame) dropped.add(frame.index);
+        } else if (element.uri === NS.p && element.localName === 'graphicFrame') {
+          oleFrame = { frame: element, ole: false, control: false };
+        } else if (oleFrame !== undefined && element.uri === NS.p) {
+          walkOleFrame(oleFrame, element, ancestors);
         }
       },
       text(value) {
@@ -831,6 +933,10 @@ async function collectDropped(
         if (ruleFormula) ruleFormula.text += value;
       },
       close(element) {
+        if (oleFrame?.frame.index === element.index) {
+          settleOleFrame(oleFrame, dropped, previews);
+          oleFrame = undefined;
+        }
         if (
           element.uri === NS.w &&
           (element.localName === 'instrText' || element.localName === 'delInstrText')
@@ -872,7 +978,46 @@ async function collectDropped(
   for (const shared of sharedFormulas) {
     if (droppedShared.has(shared.si)) dropped.add(shared.index);
   }
-  return { dropped, shown, lessened };
+  return { dropped, shown, lessened, previews };
+}
+
+/** Notes what a graphic frame holds, element by element (see {@link settleOleFrame}). */
+function walkOleFrame(
+  walked: OleFrame,
+  element: XmlElementNode,
+  ancestors: readonly XmlElementNode[],
+): void {
+  const parent = ancestors.at(-1);
+  switch (element.localName) {
+    case 'oleObj':
+      walked.ole = true;
+      return;
+    case 'control':
+      walked.control = true;
+      return;
+    case 'pic': {
+      if (walked.picture !== undefined) return;
+      if (!ancestors.some((a) => a.uri === NS.p && a.localName === 'oleObj')) return;
+      const from = ancestors.findIndex((a) => a.index === walked.frame.index);
+      walked.picture = { element, path: ancestors.slice(from) };
+      return;
+    }
+    case 'cNvPr':
+      if (
+        parent?.localName === 'nvGraphicFramePr' &&
+        ancestors.at(-2)?.index === walked.frame.index
+      ) {
+        walked.cNvPr = element;
+      } else if (
+        parent?.localName === 'nvPicPr' &&
+        walked.picture !== undefined &&
+        ancestors.at(-2)?.index === walked.picture.element.index
+      ) {
+        walked.picture.cNvPr = element;
+      }
+      return;
+    default:
+  }
 }
 
 const XML_SPACE_PRESERVE: XmlAttributeNode = Object.freeze({

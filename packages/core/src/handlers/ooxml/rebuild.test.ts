@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
+  buildEmf,
   buildImage,
   buildOfficeDocument,
   buildOpcPackage,
@@ -690,6 +691,88 @@ describe('OOXML rebuild', () => {
     expect(text).not.toMatch(/oleObj|graphicFrame|ppaction|attacker/);
     expect(text).toContain('Slide one');
     expect(text).toContain('Slide two');
+  });
+
+  describe("PowerPoint OLE objects shown by the object's own preview picture", () => {
+    const preview = async (): Promise<Buffer> =>
+      buildPresentation('pptx', {
+        texts: ['Slide one'],
+        oleObject: true,
+        olePreview: { kind: 'emf', bytes: buildEmf({ emfPlus: 'dual' }) },
+      });
+    const slideOf = async (bytes: Uint8Array): Promise<string> =>
+      String((await unzippedParts(bytes)).get('ppt/slides/slide1.xml'));
+    /** The fixture with its slide edited. */
+    const edited = async (edit: (slide: string) => string): Promise<Buffer> => {
+      const parts = await unzippedParts(await preview());
+      parts.set('ppt/slides/slide1.xml', edit(String(parts.get('ppt/slides/slide1.xml'))));
+      return rezipped(parts);
+    };
+
+    it('keeps the picture where the frame stood, with its id and name; the object goes', async () => {
+      const outcome = cleaned(await disarm({ bytes: await preview(), fileName: 'a.pptx' }));
+      // The object, and the EMF+ comments of its picture.
+      expect(findingsOf(outcome)).toEqual({ 'embedded-object': 1, 'hidden-data': 1 });
+      const parts = await unzippedParts(outcome.bytes);
+      expect([...parts.keys()].filter((name) => /embeddings|media/.test(name))).toEqual([
+        'ppt/media/image1.emf',
+      ]);
+      expect(String(parts.get('ppt/slides/_rels/slide1.xml.rels'))).not.toContain('oleObject');
+      const slide = String(parts.get('ppt/slides/slide1.xml'));
+      expect(slide).not.toMatch(/oleObj|graphicFrame|AlternateContent|mc:Choice|p:embed|id="0"/);
+      expect(slide).toContain(
+        '<p:pic xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"><p:nvPicPr><p:cNvPr id="4" name="Object 3"/>',
+      );
+      expect(slide).toContain(
+        '<a:blip r:embed="rIdOlePreview"/><a:srcRect/><a:stretch><a:fillRect/></a:stretch></p:blipFill><p:spPr bwMode="auto"><a:xfrm><a:off x="1524000" y="1397000"/>',
+      );
+    });
+
+    it('carries the namespaces declared on the elements it leaves out onto the picture', async () => {
+      const input = await edited((slide) =>
+        slide
+          .replace(
+            '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">',
+            '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" xmlns:a14="http://schemas.microsoft.com/office/drawing/2010/main">',
+          )
+          .replace(
+            '<a14:hiddenFill xmlns:a14="http://schemas.microsoft.com/office/drawing/2010/main">',
+            '<a14:hiddenFill>',
+          ),
+      );
+      const slide = await slideOf(
+        cleaned(await disarm({ bytes: input, fileName: 'a.pptx' })).bytes,
+      );
+      expect(slide).toContain(
+        '<p:pic xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" xmlns:a14="http://schemas.microsoft.com/office/drawing/2010/main">',
+      );
+      expect(slide).toContain('<a14:hiddenFill>');
+    });
+
+    it.each([
+      [
+        'a picture without its non-visual properties',
+        (slide: string) => slide.replace('<p:cNvPr id="0" name="Picture 3"/>', ''),
+      ],
+      [
+        'an ActiveX control beside the object',
+        (slide: string) =>
+          slide.replace('<p:embed/><p:pic>', '<p:embed/><p:control r:id="x"/><p:pic>'),
+      ],
+      [
+        'a picture outside the object',
+        (slide: string) =>
+          slide
+            .replace(/<p:pic>.*<\/p:pic>/, '')
+            .replace('</mc:AlternateContent>', '</mc:AlternateContent><p:pic/>'),
+      ],
+    ])('drops the frame whole for %s', async (_label, edit) => {
+      const slide = await slideOf(
+        cleaned(await disarm({ bytes: await edited(edit), fileName: 'a.pptx' })).bytes,
+      );
+      expect(slide).not.toMatch(/graphicFrame|oleObj|p:pic|rIdOlePreview/);
+      expect(slide).toContain('Slide one');
+    });
   });
 
   it('rebuilds images through the image handler, metadata removed', async () => {

@@ -17,6 +17,12 @@ export function metafileKindOf(extension: string): MetafileKind | undefined {
   return folded === 'emf' || folded === 'wmf' ? folded : undefined;
 }
 
+/** The metafile kind `bytes` begin as, for a picture stored without an extension. */
+export function metafileKindOfBytes(bytes: Uint8Array): MetafileKind | undefined {
+  if (isEmf(bytes)) return 'emf';
+  return isWmf(bytes) ? 'wmf' : undefined;
+}
+
 /**
  * Rebuilds a metafile picture. Its findings are added only when it is rebuilt.
  *

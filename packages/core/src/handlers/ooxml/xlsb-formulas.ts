@@ -6,6 +6,7 @@
  * of the value Excel cached (BrtFmlaNum -> BrtCellReal, BrtFmlaString -> BrtCellSt, BrtFmlaBool
  * -> BrtCellBool, BrtFmlaError -> BrtCellError), so the sheet shows the same and computes nothing.
  */
+import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import type { FindingKind, FindingTally } from '../../findings.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
 
@@ -46,6 +47,57 @@ const REFUSED_FUNCTIONS: ReadonlyMap<number, FindingKind> = new Map([
   [0x00ff, 'external-relationship'], // a function called by name
 ]);
 
+/** [MS-XLSB] 2.5.98.10 Ftab: HYPERLINK(link_location, [friendly_name]). */
+const HYPERLINK = 0x0167;
+/** PtgConcat (`&`): its result starts with its left operand. */
+const PTG_CONCAT = 0x08;
+
+/**
+ * The operands a formula's tokens leave on Excel's evaluation stack (the tokens are in reverse
+ * Polish order), each as the string literal its value starts with, or `null`. Kept to find the
+ * target a `HYPERLINK` call is given, as the XML path reads it from `HYPERLINK("…"` in the
+ * formula text. A fixed-arity function (PtgFunc) takes a number of operands only its function
+ * table knows: after one, the stack is no longer followed and every literal of the formula is
+ * judged instead.
+ */
+class OperandStack {
+  readonly #operands: (string | null)[] = [];
+  readonly literals: string[] = [];
+  followed = true;
+
+  push(literal: string | null): void {
+    this.#operands.push(literal);
+    if (literal !== null) this.literals.push(literal);
+  }
+
+  /** Replaces the top `count` operands by a result starting with `literal`. */
+  reduce(count: number, literal: string | null = null): void {
+    if (this.#operands.length < count) this.followed = false;
+    this.#operands.length = Math.max(0, this.#operands.length - count);
+    this.#operands.push(literal);
+  }
+
+  /** The operand `count` from the top (1 is the top one), if followed. */
+  peek(count: number): string | null | undefined {
+    if (!this.followed || this.#operands.length < count) return undefined;
+    return this.#operands[this.#operands.length - count];
+  }
+}
+
+/**
+ * Whether a `HYPERLINK` call of `count` arguments goes to a target a hyperlink relationship could
+ * not keep: anything but http, https, mailto or a place in the workbook (`#Sheet2!A1`). `file:`
+ * and UNC paths hand the user's credentials to whoever serves them. A target computed from cells
+ * is the cells' text; a target that cannot be told (the stack not followed) is judged by every
+ * literal of the formula.
+ */
+function refusedHyperlink(stack: OperandStack, count: number): boolean {
+  const unsafe = (target: string): boolean => !target.startsWith('#') && !isSafeHyperlink(target);
+  const target = stack.peek(count);
+  if (target === undefined) return stack.literals.some(unsafe);
+  return target !== null && unsafe(target);
+}
+
 /**
  * Why a token stream may not stay, or undefined when it may. The walk follows [MS-XLSB] 2.5.98
  * token sizes; a token it does not know, or a walk that does not end exactly at the end of the
@@ -53,6 +105,7 @@ const REFUSED_FUNCTIONS: ReadonlyMap<number, FindingKind> = new Map([
  */
 export function refusedFormula(rgce: Uint8Array): FindingKind | undefined {
   const u16 = (at: number): number => (rgce[at] ?? 0) | ((rgce[at + 1] ?? 0) << 8);
+  const stack = new OperandStack();
   let at = 0;
   while (at < rgce.length) {
     const ptg = rgce[at] ?? 0;
@@ -60,40 +113,68 @@ export function refusedFormula(rgce: Uint8Array): FindingKind | undefined {
     const classed = (ptg & 0x60) !== 0;
     let size: number | undefined;
     if (!classed) {
-      if (ptg === 0x01)
+      if (ptg === 0x01) {
         size = 5; // PtgExp: a row of the shared or array formula it follows
-      else if (ptg >= 0x03 && ptg <= 0x16)
-        size = 1; // operators, PtgParen, PtgMissArg
-      else if (ptg === 0x17)
+        stack.push(null);
+      } else if (ptg >= 0x03 && ptg <= 0x11) {
+        size = 1; // binary operators
+        stack.reduce(2, ptg === PTG_CONCAT ? stack.peek(2) : null);
+      } else if (ptg >= 0x12 && ptg <= 0x14) {
+        size = 1; // unary operators
+        stack.reduce(1);
+      } else if (ptg === 0x15) {
+        size = 1; // PtgParen
+      } else if (ptg === 0x16) {
+        size = 1; // PtgMissArg
+        stack.push(null);
+      } else if (ptg === 0x17) {
         size = 3 + 2 * u16(at + 1); // PtgStr: cch, UTF-16 characters
-      else if (ptg === 0x18 && rgce[at + 1] === 0x19)
+        if (at + size <= rgce.length) {
+          stack.push(Buffer.from(rgce.subarray(at + 3, at + size)).toString('utf16le'));
+        }
+      } else if (ptg === 0x18 && rgce[at + 1] === 0x19) {
         size = 14; // PtgList (table reference)
-      else if (ptg === 0x19) {
+        stack.push(null);
+      } else if (ptg === 0x19) {
         // PtgAttr*: a flags byte and 2 bytes; PtgAttrChoose adds (cOffset + 1) offsets.
-        size = (rgce[at + 1] ?? 0) & 0x04 ? 4 + 2 * (u16(at + 2) + 1) : 4;
-      } else if (ptg === 0x1c || ptg === 0x1d)
+        const flags = rgce[at + 1] ?? 0;
+        size = flags & 0x04 ? 4 + 2 * (u16(at + 2) + 1) : 4;
+        // PtgAttrSum: SUM of the operand on top.
+        if (flags & 0x10) stack.reduce(1);
+      } else if (ptg === 0x1c || ptg === 0x1d) {
         size = 2; // PtgErr, PtgBool
-      else if (ptg === 0x1e)
+        stack.push(null);
+      } else if (ptg === 0x1e) {
         size = 3; // PtgInt
-      else if (ptg === 0x1f) size = 9; // PtgNum
+        stack.push(null);
+      } else if (ptg === 0x1f) {
+        size = 9; // PtgNum
+        stack.push(null);
+      }
     } else {
       if (base === 0x01) {
         // PtgFunc: a fixed-arity function.
         const refused = REFUSED_FUNCTIONS.get(u16(at + 1));
         if (refused) return refused;
         size = 3;
+        stack.followed = false;
       } else if (base === 0x02) {
         // PtgFuncVar: cparams, then the function; the high bit is a command equivalent (XLM).
+        const count = rgce[at + 1] ?? 0;
         const tab = u16(at + 2);
         if (tab & 0x8000) return 'xlm-macro';
         const refused = REFUSED_FUNCTIONS.get(tab);
         if (refused) return refused;
+        if (tab === HYPERLINK && refusedHyperlink(stack, count)) return 'external-relationship';
         size = 4;
+        stack.reduce(count);
       } else if (base === 0x19) {
         // PtgNameX: a name in another workbook or an add-in (DDE and external names).
         return 'external-relationship';
       } else {
         size = CLASSED_SIZES.get(base);
+        // PtgMem*: the subexpression that follows makes the operand.
+        if (base < 0x06 || base > 0x09) stack.push(null);
       }
     }
     if (size === undefined) return 'hidden-data';

@@ -674,6 +674,63 @@ describe('xlsb formula screening on hostile token streams', () => {
   });
 });
 
+describe('xlsb HYPERLINK formulas, judged by their target as the XML path judges them', () => {
+  /** PtgStr, PtgRef (A1), PtgFunc, PtgFuncVar and PtgConcat ([MS-XLSB] 2.5.98). */
+  const str = (text: string): number[] => [
+    0x17,
+    text.length & 0xff,
+    text.length >> 8,
+    ...Buffer.from(text, 'utf16le'),
+  ];
+  const ref = [0x24, 0, 0, 0, 0, 0, 0xc0];
+  const func = (tab: number): number[] => [0x41, tab & 0xff, tab >> 8];
+  const funcVar = (count: number, tab: number): number[] => [0x42, count, tab & 0xff, tab >> 8];
+  const HYPERLINK = 0x0167;
+  const UPPER = 0x0071;
+  const CONCAT = [0x08];
+  const judged = (...tokens: number[][]): string | undefined =>
+    refusedFormula(Uint8Array.from(tokens.flat()));
+
+  it('refuses a target a hyperlink relationship could not keep: file:, UNC, ms-* and paths', () => {
+    for (const target of [
+      'file:///\\\\attacker\\share\\x.exe',
+      '\\\\attacker\\share',
+      'ms-msdt:/id PCWDiagnostic',
+      'C:\\Windows\\System32\\calc.exe',
+    ]) {
+      expect(judged(str(target), str('Report'), funcVar(2, HYPERLINK)), target).toBe(
+        'external-relationship',
+      );
+    }
+    // The target a concatenation starts with, as `HYPERLINK("\\\\host\\"&A1)` is read.
+    expect(judged(str('\\\\attacker\\'), ref, CONCAT, funcVar(1, HYPERLINK))).toBe(
+      'external-relationship',
+    );
+  });
+
+  it('keeps http, https, mailto and places in the workbook, and targets computed from cells', () => {
+    expect(judged(str('https://example.com/'), str('Site'), funcVar(2, HYPERLINK))).toBeUndefined();
+    expect(judged(str('mailto:a@example.com'), funcVar(1, HYPERLINK))).toBeUndefined();
+    expect(judged(str("#'Sheet 2'!A1"), str('Go'), funcVar(2, HYPERLINK))).toBeUndefined();
+    // The friendly name is not the target.
+    expect(judged(ref, str('file://x'), funcVar(2, HYPERLINK))).toBeUndefined();
+    // A literal that is no argument of the call: IF(A1, HYPERLINK(A1), "C:\\x").
+    expect(
+      judged(ref, ref, funcVar(1, HYPERLINK), str('C:\\x'), funcVar(3, 0x0001)),
+    ).toBeUndefined();
+  });
+
+  it('judges every literal once a fixed-arity function hides the stack (fail closed)', () => {
+    // HYPERLINK(UPPER("https://example.com/"), "Site"): "Site" could be the target.
+    expect(
+      judged(str('https://example.com/'), func(UPPER), str('Site'), funcVar(2, HYPERLINK)),
+    ).toBe('external-relationship');
+    expect(
+      judged(str('https://example.com/'), func(UPPER), str('#A1'), funcVar(2, HYPERLINK)),
+    ).toBeUndefined();
+  });
+});
+
 describe('xlsb outputs, as independent readers see them', () => {
   const cases: [string, BinaryWorkbookOptions][] = [
     ['clean', {}],

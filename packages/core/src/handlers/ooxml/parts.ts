@@ -165,6 +165,39 @@ export function isAllowedTarget(type: string, contentType: string): boolean {
   return targets === 'image' ? folded in IMAGE_TYPES : targets.includes(folded);
 }
 
+/** What a package may label any XML part (OPC §10.1.2.2.2: the Default for `.xml`). */
+const GENERIC_XML_TYPES: ReadonlySet<string> = new Set(['application/xml', 'text/xml']);
+
+/** The vocabularies of source parts, by the content types that speak them. */
+const VOCABULARIES: readonly { readonly prefixes: readonly string[]; readonly own: string }[] = [
+  { prefixes: [WML, 'application/vnd.ms-word.'], own: WML },
+  { prefixes: [SML, XLSB], own: SML },
+  { prefixes: [PML, 'application/vnd.ms-powerpoint.'], own: PML },
+];
+
+/**
+ * The content type a part labelled only as generic XML takes from the relationship that reaches
+ * it, or `undefined`: the relationship's one XML target, or the one in the vocabulary of the part
+ * the relationship comes from (styles of a workbook are SpreadsheetML styles). Some producers
+ * (ClosedXML, early converters) write no Override for such parts, and Office and LibreOffice
+ * read them by their relationship; the rebuilt package names their type.
+ */
+export function impliedContentType(
+  type: string,
+  contentType: string,
+  sourceContentType: string,
+): string | undefined {
+  if (!GENERIC_XML_TYPES.has(contentType.toLowerCase())) return undefined;
+  const targets = ALLOWED.get(type);
+  if (targets === undefined || targets === 'image') return undefined;
+  const xml = targets.filter((target) => target.endsWith('+xml'));
+  if (xml.length === 1) return xml[0];
+  const source = sourceContentType.toLowerCase();
+  const own = VOCABULARIES.find(({ prefixes }) => prefixes.some((p) => source.startsWith(p)))?.own;
+  const inVocabulary = own === undefined ? [] : xml.filter((target) => target.startsWith(own));
+  return inVocabulary.length === 1 ? inVocabulary[0] : undefined;
+}
+
 /** Every content type some relationship may point at, for verify before release. */
 export function isAllowedContentType(contentType: string): boolean {
   const folded = contentType.toLowerCase();

@@ -25,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { disarm } from '../../disarm.ts';
 import { isDisarmError } from '../../errors.ts';
 import { cleaned, findingsOf } from '../../test-support.ts';
+import { impliedContentType } from './parts.ts';
 
 const SML_NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
 const R_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
@@ -772,6 +773,80 @@ describe('OOXML rebuild', () => {
       );
       expect(slide).not.toMatch(/graphicFrame|oleObj|p:pic|rIdOlePreview/);
       expect(slide).toContain('Slide one');
+    });
+  });
+
+  describe('parts labelled only as generic XML, as some producers write them', () => {
+    const styleSheet = `<styleSheet xmlns="${SML_NS}"><numFmts count="1"><numFmt numFmtId="164" formatCode="yyyy-mm-dd"/></numFmts><cellXfs count="2"><xf numFmtId="0"/><xf numFmtId="164" applyNumberFormat="1"/></cellXfs></styleSheet>`;
+    /** A workbook whose styles part has no Override: `[Content_Types].xml` gives it the `.xml` Default. */
+    const unlabelled = async (): Promise<Buffer> => {
+      const built = await workbookOf(
+        [
+          {
+            data: `<worksheet xmlns="${SML_NS}"><sheetData><row r="1"><c r="A1" s="1"><v>45000</v></c></row></sheetData></worksheet>`,
+          },
+        ],
+        [{ name: 'xl/styles.xml', contentType: 'application/xml', data: styleSheet }],
+      );
+      const parts = await unzippedParts(built);
+      // The workbook's relationships gain the styles part (workbookOf lists sheets only).
+      const rels = String(parts.get('xl/_rels/workbook.xml.rels'));
+      parts.set(
+        'xl/_rels/workbook.xml.rels',
+        rels.replace(
+          '</Relationships>',
+          `<Relationship Id="rIdStyles" Type="${RELATIONSHIP_TYPES.styles}" Target="styles.xml"/></Relationships>`,
+        ),
+      );
+      parts.set(
+        '[Content_Types].xml',
+        String(parts.get('[Content_Types].xml')).replace(
+          '<Override PartName="/xl/styles.xml" ContentType="application/xml"/>',
+          '',
+        ),
+      );
+      return rezipped(parts);
+    };
+
+    it('keeps them with the type their relationship implies, named in the rebuilt package', async () => {
+      const input = await unlabelled();
+      expect(String((await unzippedParts(input)).get('[Content_Types].xml'))).not.toContain(
+        'styles',
+      );
+      const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.xlsx' }));
+      expect(outcome.findings).toEqual([]);
+      const parts = await unzippedParts(outcome.bytes);
+      expect(String(parts.get('[Content_Types].xml'))).toContain(
+        '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>',
+      );
+      expect(String(parts.get('xl/styles.xml'))).toContain('formatCode="yyyy-mm-dd"');
+    });
+
+    it("implies a type only from one XML target, or one in the source part's vocabulary", () => {
+      const SML = 'application/vnd.openxmlformats-officedocument.spreadsheetml.';
+      const WML = 'application/vnd.openxmlformats-officedocument.wordprocessingml.';
+      const styles = RELATIONSHIP_TYPES.styles;
+      expect(impliedContentType(styles, 'application/xml', OOXML_MAIN_TYPES.xlsx)).toBe(
+        `${SML}styles+xml`,
+      );
+      expect(impliedContentType(styles, 'text/xml', OOXML_MAIN_TYPES.xlsm)).toBe(
+        `${SML}styles+xml`,
+      );
+      expect(impliedContentType(styles, 'application/xml', OOXML_MAIN_TYPES.docm)).toBe(
+        `${WML}styles+xml`,
+      );
+      expect(impliedContentType(RELATIONSHIP_TYPES.theme, 'application/xml', '')).toBe(
+        'application/vnd.openxmlformats-officedocument.theme+xml',
+      );
+      // No vocabulary to choose by, a label that is not generic, a relationship not allowed.
+      expect(impliedContentType(styles, 'application/xml', '')).toBeUndefined();
+      expect(
+        impliedContentType(styles, 'application/vnd.ms-excel.styles', OOXML_MAIN_TYPES.xlsm),
+      ).toBeUndefined();
+      expect(
+        impliedContentType(RELATIONSHIP_TYPES.vbaProject, 'application/xml', OOXML_MAIN_TYPES.docm),
+      ).toBeUndefined();
+      expect(impliedContentType(RELATIONSHIP_TYPES.image, 'application/xml', '')).toBeUndefined();
     });
   });
 

@@ -29,6 +29,7 @@ import {
   droppedKind,
   HYPERLINK_RELATIONSHIP,
   IMAGE_TYPES,
+  impliedContentType,
   isAllowedTarget,
   isRegeneratedPart,
   OFFICE_DOCUMENT_RELATIONSHIP,
@@ -300,7 +301,11 @@ class PackageWalk {
     // A relationship to a part that is not there is dropped: nothing to keep or to count.
     if (partName === undefined || !member || isPackageMachinery(member.name)) return false;
     const folded = partName.toLowerCase();
-    const contentType = contentTypeOf(this.#types, partName);
+    const labelled = contentTypeOf(this.#types, partName);
+    const contentType =
+      labelled === undefined
+        ? undefined
+        : (impliedContentType(relationship.type, labelled, source.contentType) ?? labelled);
     if (contentType === undefined || !isAllowedTarget(relationship.type, contentType)) {
       if (!this.#counted.has(folded) && this.#decided.get(folded) !== true) {
         this.#counted.add(folded);

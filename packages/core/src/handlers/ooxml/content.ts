@@ -785,6 +785,8 @@ interface OleFrame {
   cNvPr?: XmlElementNode;
   ole: boolean;
   control: boolean;
+  /** Another frame opened inside it (not valid PresentationML): then it goes whole. */
+  nested: boolean;
   /** The first `p:pic` inside the object, the elements from the frame down to it, its `p:cNvPr`. */
   picture?: { element: XmlElementNode; path: XmlElementNode[]; cNvPr?: XmlElementNode };
 }
@@ -792,7 +794,8 @@ interface OleFrame {
 const XMLNS = 'http://www.w3.org/2000/xmlns/';
 
 /**
- * Decides a graphic frame once walked. One holding an ActiveX control goes whole. One holding an
+ * Decides a graphic frame once walked. One holding an ActiveX control, or another frame, goes
+ * whole. One holding an
  * OLE object (§19.3.2.4 `p:oleObj`) keeps the picture PowerPoint 2010 and later, and
  * LibreOffice, write inside the object for consumers that cannot run it (the `p:pic` of the
  * object in `mc:Fallback`, placed where the frame is): the slide shows the object's last picture,
@@ -801,7 +804,7 @@ const XMLNS = 'http://www.w3.org/2000/xmlns/';
 function settleOleFrame(walked: OleFrame, dropped: Set<number>, previews: OlePreviews): void {
   const { frame, cNvPr, picture } = walked;
   if (!walked.ole && !walked.control) return;
-  if (walked.control || cNvPr === undefined || picture?.cNvPr === undefined) {
+  if (walked.control || walked.nested || cNvPr === undefined || picture?.cNvPr === undefined) {
     dropped.add(frame.index);
     return;
   }
@@ -860,7 +863,8 @@ async function collectDropped(
     pictures: new Set(),
     relabelled: new Map(),
   };
-  let oleFrame: OleFrame | undefined;
+  /** Graphic frames open around the element being walked (one, unless a file nests them). */
+  const oleFrames: OleFrame[] = [];
   const finishField = (field: OpenField): void => {
     const kind = classifyField(field.instruction);
     if (kind === undefined) return;
@@ -921,9 +925,10 @@ async function collectDropped(
           const list = holder && ancestors.findLast((a) => COUNTED_LISTS.has(a.key));
           ruleFormula = { element, text: '', goes: (holder ?? element).index, list: list?.index };
         } else if (element.uri === NS.p && element.localName === 'graphicFrame') {
-          oleFrame = { frame: element, ole: false, control: false };
-        } else if (oleFrame !== undefined && element.uri === NS.p) {
-          walkOleFrame(oleFrame, element, ancestors);
+          for (const outer of oleFrames) outer.nested = true;
+          oleFrames.push({ frame: element, ole: false, control: false, nested: false });
+        } else if (oleFrames.length > 0 && element.uri === NS.p) {
+          for (const walked of oleFrames) walkOleFrame(walked, element, ancestors);
         }
       },
       text(value) {
@@ -933,9 +938,10 @@ async function collectDropped(
         if (ruleFormula) ruleFormula.text += value;
       },
       close(element) {
-        if (oleFrame?.frame.index === element.index) {
-          settleOleFrame(oleFrame, dropped, previews);
-          oleFrame = undefined;
+        const walked = oleFrames.at(-1);
+        if (walked?.frame.index === element.index) {
+          settleOleFrame(walked, dropped, previews);
+          oleFrames.pop();
         }
         if (
           element.uri === NS.w &&

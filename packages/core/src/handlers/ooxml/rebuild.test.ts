@@ -761,6 +761,13 @@ describe('OOXML rebuild', () => {
           slide.replace('<p:embed/><p:pic>', '<p:embed/><p:control r:id="x"/><p:pic>'),
       ],
       [
+        'a frame nested inside it, holding the object',
+        (slide: string) =>
+          slide
+            .replace('<p:graphicFrame>', '<p:graphicFrame><p:graphicFrame>')
+            .replace('</p:graphicFrame>', '</p:graphicFrame></p:graphicFrame>'),
+      ],
+      [
         'a picture outside the object',
         (slide: string) =>
           slide

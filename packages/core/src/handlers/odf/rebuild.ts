@@ -14,6 +14,7 @@ import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { sniff } from '../../detect/sniff.ts';
 import { DisarmError } from '../../errors.ts';
+import { extensionOf } from '../../formats.ts';
 import { FindingTally } from '../../findings.ts';
 import { metafileKindOf, metafileKindOfBytes } from '../image/metafile/metafile.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
@@ -123,7 +124,7 @@ async function rebuildPackage(
     const name = member.name;
     const folded = name.toLowerCase();
     const top = folded.split('/')[0] ?? '';
-    const extension = folded.slice(folded.lastIndexOf('.') + 1);
+    const extension = extensionOf(folded);
     if (folded === 'mimetype' || folded === 'meta-inf/manifest.xml' || ODF_STREAMS.includes(name)) {
       continue;
     }
@@ -165,9 +166,7 @@ async function rebuildPackage(
   await forEachLimited(pictures, MEMBER_CONCURRENCY, async (member) => {
     const bytes = await member.read();
     const replacement = REPLACEMENT_PICTURE.test(member.name);
-    const extension = replacement
-      ? replacementExtension(bytes)
-      : member.name.slice(member.name.lastIndexOf('.') + 1).toLowerCase();
+    const extension = replacement ? replacementExtension(bytes) : extensionOf(member.name);
     // A replacement image of another kind goes with its object, as before it was kept.
     if (extension === undefined) return;
     const fileName = replacement ? `${member.name}.${extension}` : member.name;

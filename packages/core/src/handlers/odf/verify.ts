@@ -2,6 +2,7 @@ import { checkWhole, verdictOn, WalkedPartCheck } from '../../_internal/part-che
 import { COMPRESSION_STORED, matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import { checkMetafile, metafileKindOf } from '../image/metafile/metafile.ts';
 import { assertPixelsOnly } from '../image/verify.ts';
+import { extensionOf } from '../../formats.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { ODF_NS } from './content.ts';
@@ -93,7 +94,7 @@ export async function verifyOdf(
       CHART_STREAMS.map((stream) => `${folder}/${stream}`),
     );
     for (const name of members.keys()) {
-      const extension = name.slice(name.lastIndexOf('.') + 1).toLowerCase();
+      const extension = extensionOf(name);
       const allowed =
         name === 'mimetype' ||
         name === 'META-INF/manifest.xml' ||
@@ -150,9 +151,7 @@ export async function verifyOdf(
       if (!bytes) continue;
       // Raster pictures passed the image handler's own verify; a replacement image, named
       // without an extension, is checked as what its bytes are, and metafiles are read back.
-      const extension = replacement
-        ? replacementExtension(bytes)
-        : name.slice(name.lastIndexOf('.') + 1).toLowerCase();
+      const extension = replacement ? replacementExtension(bytes) : extensionOf(name);
       if (extension === undefined) {
         throw new VerifyFailure('odf.part-allowlist', `member ${name} is not a kept picture`);
       }

@@ -151,10 +151,17 @@ function refusedHyperlink(formula: string): boolean {
   for (const match of formula.matchAll(HYPERLINK_CALLS)) {
     const literal = match[1];
     if (match[0].startsWith('"') || literal === undefined) continue;
-    const target = literal.slice(1, -1).replace(/""/g, '"');
-    if (!target.startsWith('#') && !isSafeHyperlink(target)) return true;
+    if (isRefusedHyperlinkTarget(literal.slice(1, -1).replace(/""/g, '"'))) return true;
   }
   return false;
+}
+
+/**
+ * Whether a `HYPERLINK()` target written in a formula (XML or binary) goes where a hyperlink
+ * relationship could not: anything but http, https, mailto or a place in the workbook.
+ */
+export function isRefusedHyperlinkTarget(target: string): boolean {
+  return !target.startsWith('#') && !isSafeHyperlink(target);
 }
 
 /**

@@ -6,8 +6,8 @@
  * of the value Excel cached (BrtFmlaNum -> BrtCellReal, BrtFmlaString -> BrtCellSt, BrtFmlaBool
  * -> BrtCellBool, BrtFmlaError -> BrtCellError), so the sheet shows the same and computes nothing.
  */
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
 import type { FindingKind, FindingTally } from '../../findings.ts';
+import { isRefusedHyperlinkTarget } from './content.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
 
 /** Cell records ([MS-XLSB] 2.4.4-2.4.x): formula record -> plain value record. */
@@ -92,10 +92,9 @@ class OperandStack {
  * literal of the formula.
  */
 function refusedHyperlink(stack: OperandStack, count: number): boolean {
-  const unsafe = (target: string): boolean => !target.startsWith('#') && !isSafeHyperlink(target);
   const target = stack.peek(count);
-  if (target === undefined) return stack.literals.some(unsafe);
-  return target !== null && unsafe(target);
+  if (target === undefined) return stack.literals.some(isRefusedHyperlinkTarget);
+  return target !== null && isRefusedHyperlinkTarget(target);
 }
 
 /**

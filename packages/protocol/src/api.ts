@@ -73,7 +73,7 @@ export type Middleware = (
   next: (context?: RequestContext) => Promise<Response>,
 ) => Promise<Response>;
 
-/** Extension points for the accounts issue (OAuth bearer tokens, rate limits, idempotency). */
+/** Extension points: a bearer-token verifier, middleware after the built-in ones, extra routes. */
 export interface DisarmApiExtensions {
   readonly verifyBearer?: BearerVerifier;
   readonly middleware?: readonly Middleware[];

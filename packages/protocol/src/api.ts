@@ -51,7 +51,7 @@ export interface RouteOptions {
   readonly handler: Handler;
   /** `none`: public (health, contract, docs); `required`: any valid credential. */
   readonly auth: 'none' | 'required';
-  /** Which per-minute budget the route draws on (the spec's two partitions). */
+  /** Which per-minute budget the route draws on (README "Rate limits": submissions or status). */
   readonly rateLimit?: 'submission' | 'status';
   /** Honours `Idempotency-Key`. */
   readonly idempotent?: boolean;

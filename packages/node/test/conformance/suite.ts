@@ -19,7 +19,7 @@ export interface ConformanceTargets {
 const md5 = (bytes: Uint8Array): string => createHash('md5').update(bytes).digest('base64');
 
 /**
- * Every row of the spec's response tables and state table, against `makeTargets()`.
+ * Every documented response of every operation and every document state, against `makeTargets()`.
  */
 export function defineConformanceSuite(
   name: string,

@@ -5,7 +5,10 @@ import { addResponseHeaders } from '../http/response-headers.ts';
 
 /** Length of one rate-limit window (README "Rate limits": per organisation and minute). */
 export const RATE_WINDOW_MS = 60_000;
-/** Status reads get ten times the plan's per-minute limit, in a partition of their own (README). */
+/**
+ * Status reads get ten times the plan's per-minute limit, in their own partition
+ * (README "Rate limits").
+ */
 export const STATUS_READ_MULTIPLIER = 10;
 
 /**

@@ -32,7 +32,7 @@ const CLI = join(REPO_DIR, 'packages', 'node', 'bin', 'disarm.mjs');
 const ENSURE_TOOLS = join(REPO_DIR, 'scripts', 'ensure-bench-tools.sh');
 const RESULTS = join(BENCH_DIR, 'RESULTS.md');
 
-/** wrk: 16 connections on 2 threads, as in the measurement. */
+/** wrk: 16 connections on 2 threads, the load every published API figure was measured with. */
 const CONNECTIONS = 16;
 const THREADS = 2;
 const SECONDS = { full: 10, quick: 3 };

@@ -1,5 +1,5 @@
 /**
- * Office rebuild throughput and peak memory (issue 11 item 7), side by side in one run with the
+ * Office rebuild throughput and peak memory, side by side in one run with the
  * floor — a plain unzip + zip of the same members (Info-ZIP `unzip -q` then `zip -q -r -X`,
  * deflate level 6) — and mat2 (`mat2 --inplace`), on documents generated here: Word text from
  * 10 KB up (`--large` adds ~100 MB), Excel sheets of many cells (one also with as many

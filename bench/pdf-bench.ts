@@ -1,5 +1,5 @@
 /**
- * PDF rebuild throughput and peak memory (issue 10 item 10), side by side with qpdf
+ * PDF rebuild throughput and peak memory, side by side with qpdf
  * (`--recompress-flate`), Ghostscript `pdfwrite` and mat2, on PDFs generated here: text-heavy
  * (1 to 1,000 pages) and image-heavy (JPEG pages, up to ~50 MB; `--large` adds ~200 MB).
  * Every tool runs as its own process under GNU time (wall seconds, peak RSS); ours also reports

@@ -1,5 +1,5 @@
 /**
- * Parser choice for the PDF rebuild (issue 10 item 1): loads and rewrites every pdf/fdf row of
+ * Parser choice for the PDF rebuild: loads and rewrites every pdf/fdf row of
  * the shared corpus and a set of damaged fixtures with each candidate library, one child process
  * per library (so peak RSS is the library's own), and judges each output with `qpdf --check`.
  *

@@ -159,7 +159,7 @@ export function peerPlanFor(format: BenchFormat, tools: PeerTools): PeerPlan {
             { argv: [zip, '-q', '-X', '-n', STORED_SUFFIXES, output, inner], cwd: scratch },
           ];
         },
-        // Our engine converts gz to zip (spec "Format conversion").
+        // Our engine converts gz to zip (README "What it handles").
         outputName: (name) => name.replace(/\.gz$/i, '.zip'),
       };
     }

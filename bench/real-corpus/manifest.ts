@@ -1,6 +1,6 @@
 /**
  * The manifest of a real-world corpus (`manifest.tsv`): one row per file with the format to
- * submit it as, its category and the outcome the spec expects.
+ * submit it as, its category and the outcome expected of the engine.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

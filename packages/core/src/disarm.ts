@@ -57,10 +57,11 @@ export interface DisarmOptions {
 const gunzipAsync = promisify(gunzip);
 
 /**
- * Rebuilds an untrusted file into a safe copy, or rejects it with the spec's reason.
+ * Rebuilds an untrusted file into a safe copy, or rejects it with one of the v1 API's reasons.
  *
  * Detect (allowlisted extension, content matches it) -> scan (threats) -> rebuild from known-safe
- * parts -> convert where the spec says so. Archives are rebuilt member by member, recursively.
+ * parts -> convert where README "What it handles" says so. Archives are rebuilt member by member,
+ * recursively.
  *
  * @returns `cleaned` with the rebuilt bytes, or `rejected` with a reason and a detail.
  * @throws {DisarmError} for faults only: `ERR_TIMEOUT` when the time budget runs out or `signal`

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 
 import { extensionOf, FORMATS, formatForFileName, outputFileName } from './formats.ts';
 
-/** The spec's "Supported file types" list, verbatim. */
-const SPEC_EXTENSIONS = [
+/** The v1 API's supported extensions (README "What it handles"), verbatim. */
+const V1_EXTENSIONS = [
   ...'doc, dot, docx, docm, dotx, dotm'.split(', '),
   ...'xls, xlsx, xlsb, xlsm, xltx, xltm, xlam'.split(', '),
   ...'ppt, pps, pot, ppa, pptx, pptm, potx, potm, ppam, ppsx, ppsm'.split(', '),
@@ -12,7 +12,7 @@ const SPEC_EXTENSIONS = [
   ...'zip, gz'.split(', '),
 ];
 
-/** The spec's "Format conversion" table. */
+/** The formats returned as another (README "What it handles", "returned as"). */
 const CONVERTED: Readonly<Record<string, string>> = {
   svg: 'pdf',
   html: 'pdf',
@@ -23,11 +23,11 @@ const CONVERTED: Readonly<Record<string, string>> = {
 };
 
 describe('the allowlist', () => {
-  it('is exactly the spec list', () => {
-    expect(FORMATS.map((format) => format.extension).sort()).toEqual([...SPEC_EXTENSIONS].sort());
+  it('is exactly the v1 API list', () => {
+    expect(FORMATS.map((format) => format.extension).sort()).toEqual([...V1_EXTENSIONS].sort());
   });
 
-  it.each(SPEC_EXTENSIONS)('maps .%s case-insensitively to its row and output format', (ext) => {
+  it.each(V1_EXTENSIONS)('maps .%s case-insensitively to its row and output format', (ext) => {
     for (const name of [`a.${ext}`, `A.${ext.toUpperCase()}`, `dir/x.y.${ext}`]) {
       const format = formatForFileName(name);
       expect(format?.extension).toBe(ext);

@@ -1,6 +1,6 @@
 /**
- * The allowlist: every extension the spec's "Supported file types" names, with the handler
- * family that rebuilds it and the format it is returned in ("Format conversion" table).
+ * The allowlist: every extension the v1 API supports (README "What it handles"), with the handler
+ * family that rebuilds it and the format it is returned in (the table's "returned as").
  * One row per extension; adding a format is adding a row here and a handler folder.
  */
 
@@ -100,7 +100,7 @@ function row(
   return { extension, family, kind, outputExtension };
 }
 
-/** The allowlist, in the spec's order. */
+/** The allowlist, grouped by application as the v1 API lists it. */
 export const FORMATS: readonly FormatRow[] = [
   row('doc', 'cfb', 'word-binary'),
   row('dot', 'cfb', 'word-binary'),

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer } from './_server.ts';
 import type { TestServer } from './_server.ts';
 
-/** The multipart lane's ceiling on every plan (spec, Limits: 100 MB). */
+/** The multipart lane's ceiling on every plan (README "Plans, metering and usage": 100 MiB). */
 const MAX_FILE_SIZE_BYTES = 100 * 1024 * 1024;
 /** Well under the server's 120 s idle timeout: an answer slower than this is a hang. */
 const PROMPT_ANSWER_MS = 15_000;

@@ -51,7 +51,7 @@ export interface RouteOptions {
   readonly handler: Handler;
   /** `none`: public (health, contract, docs); `required`: any valid credential. */
   readonly auth: 'none' | 'required';
-  /** Which per-minute budget the route draws on (the spec's two partitions). */
+  /** Which per-minute budget the route draws on (README "Rate limits": submissions or status). */
   readonly rateLimit?: 'submission' | 'status';
   /** Honours `Idempotency-Key`. */
   readonly idempotent?: boolean;
@@ -73,7 +73,7 @@ export type Middleware = (
   next: (context?: RequestContext) => Promise<Response>,
 ) => Promise<Response>;
 
-/** Extension points for the accounts issue (OAuth bearer tokens, rate limits, idempotency). */
+/** Extension points: a bearer-token verifier, middleware after the built-in ones, extra routes. */
 export interface DisarmApiExtensions {
   readonly verifyBearer?: BearerVerifier;
   readonly middleware?: readonly Middleware[];

@@ -64,8 +64,8 @@ export interface DisarmApiConfig {
   /** Files of the `/docs` reference by name (`index.html` and its scripts and styles). */
   readonly docsAssets?: (name: string) => Promise<DocsAsset | undefined>;
   /**
-   * OAuth 2.0 client credentials (the spec's recommended authentication). When set, the API
-   * also serves:
+   * OAuth 2.0 client credentials (README "OAuth 2.0 client credentials (recommended)"). When set,
+   * the API also serves:
    *
    * - `POST /connect/token` (RFC 6749 4.4): signed JWT access tokens (ES256, `typ: at+jwt`,
    *   RFC 9068) valid one hour, for clients authenticating with `client_secret_basic` or

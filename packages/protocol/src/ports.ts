@@ -282,7 +282,7 @@ export interface StateStore {
    * uploads past their 24 h window (or whose bytes were never submitted).
    */
   listSweepable(at: Date, graceMs: number, limit: number): Promise<SweepItem[]>;
-  /** Records that the sweeper removed the blob of `item` (sets `deletedAt` where the spec says). */
+  /** Records that the sweeper removed the blob of `item` (sets `deletedAt` after a downloaded one). */
   markSwept(item: SweepItem, at: Date): Promise<void>;
 
   // Rate limits (fixed one-minute windows, shared by every process)

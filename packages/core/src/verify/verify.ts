@@ -8,9 +8,9 @@ import { VerifyFailure } from '../handlers/types.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../handlers/types.ts';
 
 /**
- * Verify before release (ARCHITECTURE "The engine", step 5). Every rebuilt output, of the submitted
- * file and of every archive member, passes the engine-wide checks and then its family's own
- * checks before it may leave the engine:
+ * Verify before release (docs/ARCHITECTURE.md). Every rebuilt output, of the submitted file and
+ * of every archive member, passes the engine-wide checks and then its family's own checks before
+ * it may leave the engine:
  *
  * - `engine.not-identical`: an output byte-identical to its input while the rebuild reports
  *   having removed something was not rebuilt at all. An identical output with nothing removed

@@ -70,7 +70,7 @@ export interface RejectedJobResult {
   readonly threatNames?: readonly string[];
 }
 
-/** Why a job failed: the spec's reasons for a `failed` document. */
+/** Why a job failed: the envelope's `reason` codes for a `failed` document (`getDocument`). */
 export type FailureReason = 'timeout' | 'internal_error';
 
 /** The service could not process the file (time ran out, the worker crashed, a fault). */

@@ -48,11 +48,11 @@ export interface Sweeper {
 }
 
 /**
- * Removes what the spec says must not be kept: intake bytes of finished documents, cleaned files
- * 24 h after completion or `graceMs` after the first download of a delete-after-download
- * document, and staged uploads past their window (`store.listSweepable`); each blob is deleted
- * first and recorded after (`store.markSwept`), so a crash in between only repeats a delete.
- * Also purges expired idempotency records. Errors are logged, never fatal.
+ * Removes what must not be kept (README "Downloading and retention"): intake bytes of finished
+ * documents, cleaned files 24 h after completion or `graceMs` after the first download of a
+ * delete-after-download document, and staged uploads past their window (`store.listSweepable`);
+ * each blob is deleted first and recorded after (`store.markSwept`), so a crash in between only
+ * repeats a delete. Also purges expired idempotency records. Errors are logged, never fatal.
  *
  * @example
  * ```ts

@@ -23,7 +23,7 @@ import { withRequestLog } from './_request-log.ts';
 import { loadLinkSecret, loadTokenSigningKek } from './_secrets.ts';
 import { createSwaggerUiAssets } from './docs-assets.ts';
 
-/** Default longest sync wait (spec "Limits": 45 seconds). */
+/** Default longest sync wait (45 seconds; `submitDocument`, README "Submitting"). */
 export const DEFAULT_SYNC_WAIT_SECONDS = 45;
 /** Default delete-after-download grace. */
 export const DEFAULT_GRACE_SECONDS = 300;

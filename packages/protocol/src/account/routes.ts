@@ -4,7 +4,7 @@ import { jsonResponse } from '../http/negotiation.ts';
 import { ProblemError } from '../http/problem-error.ts';
 import { organisationOf } from '../documents/routes.ts';
 
-/** The Account snapshot of the spec. */
+/** The account snapshot (`getAccount`). */
 export function toAccountSnapshot(organisation: Organisation): Record<string, unknown> {
   const tier = organisation.planType === 'tier';
   return {

@@ -26,7 +26,7 @@ const TERM_FIELDS = [
 /** Only a caller with scope `cdr.admin` gets past; API keys never carry it. */
 export function assertAdmin(context: RequestContext): void {
   if (!context.principal?.scopes.has(SCOPE_ADMIN)) {
-    // Spec "Authentication": a key is a valid credential that never reaches admin routes (403).
+    // A valid API key never reaches admin routes: 403 (README "Credentials: API keys").
     throw new ProblemError('Forbidden', {
       detail:
         context.principal?.credential === 'api_key'

@@ -1,7 +1,7 @@
 import type { ApiKeyRecord } from '../domain/types.ts';
 
 /**
- * How long this process trusts a key it has looked up before it looks it up again. The spec
+ * How long this process trusts a key it has looked up before it looks it up again. The v1 API
  * allows a revocation one minute to reach every node; half of that leaves room for clock and
  * scheduling slack. A revocation made through this process's own API clears the cache at once.
  */

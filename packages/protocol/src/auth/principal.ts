@@ -21,7 +21,7 @@ export interface Principal {
  * token is not valid, and may first tell `onRefusal` why in one sentence the caller can act on
  * ("The access token has expired …"). That sentence goes to the client in the 401's `detail` and
  * `error_description`: it must name what is wrong with the token, never a secret, a key, or
- * whether a client or organisation exists. Plugged in by the OAuth issue; the API-key and
+ * whether a client or organisation exists. `createOAuth` plugs one in; the API-key and
  * admin-token paths are built in.
  */
 export type BearerVerifier = (

@@ -3,7 +3,7 @@ import type { ApiContext } from '../http/context.ts';
 import { fallbackReasonDetail } from './reason-detail.ts';
 import { isInFlight } from './state-machine.ts';
 
-/** The document envelope (spec "Document envelope"): camelCase, null fields omitted. */
+/** The document envelope (`getDocument`, README "Submitting"): camelCase, null fields omitted. */
 export interface DocumentEnvelope {
   readonly id: string;
   readonly status: DocumentRecord['status'];
@@ -52,7 +52,7 @@ export async function toEnvelope(
   const terminalNotCompleted = document.status === 'rejected' || document.status === 'failed';
   const output = document.output;
   let downloadUrl: string | undefined;
-  // The spec: never a downloadUrl with deleteAfterDownload — that file goes through the route.
+  // `getDocument`: never a downloadUrl with deleteAfterDownload — that file goes through the route.
   if (!document.deleteAfterDownload && output && isDownloadable(document, now)) {
     downloadUrl = await api.blobs.signedDownloadUrl(output.blobKey, {
       expiresAt: document.downloadExpiresAt ?? now,

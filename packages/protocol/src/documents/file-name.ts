@@ -3,7 +3,7 @@ import { extensionOf, isSupportedFileName } from '@disarm/core';
 import { ProblemError } from '../http/problem-error.ts';
 import { ValidationError } from '../http/validation.ts';
 
-/** Upload fileName and submitted names: 1 to 255 characters (spec Limits). */
+/** Upload fileName and submitted names: 1 to 255 characters (`createUpload`, `submitDocument`). */
 export const MAX_FILE_NAME_CHARS = 255;
 
 /**

@@ -47,7 +47,7 @@ function declaredLength(request: Request): number | undefined {
 
 /**
  * Raw-binary lane: `application/octet-stream` with `?filename=`. The body is streamed straight
- * into the blob store; `Content-Length` is required and a content encoding is refused (the spec
+ * into the blob store; `Content-Length` is required and a content encoding is refused (the API
  * never decodes raw bodies).
  */
 export async function receiveRaw(

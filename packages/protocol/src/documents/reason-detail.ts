@@ -8,7 +8,7 @@ export const MAX_REASON_DETAIL_CHARS = 500;
 
 /**
  * What a rejection means when the engine gave no sentence (documents stored before
- * `reasonDetail` existed). Spec "Errors", document `reason` codes.
+ * `reasonDetail` existed), one per `reason` code of the envelope (`getDocument`).
  */
 const REJECTION_SENTENCES: Readonly<Record<RejectionReason, string>> = {
   threat_detected: 'Active content that cannot be removed was found (see threatNames).',

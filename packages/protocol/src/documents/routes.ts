@@ -19,7 +19,7 @@ import { bufferedResponse } from '../http/buffered-response.ts';
 
 /** Longest id the document routes look up; anything longer cannot exist. */
 const MAX_ID_CHARS = 64;
-/** uploadId bounds (spec: 1 to 64 characters). */
+/** uploadId bounds (`submitDocument`: 1 to 64 characters). */
 const MAX_UPLOAD_ID_CHARS = 64;
 
 /** The organisation id of an authenticated document-API caller (no read: its own rows are scoped by it). */
@@ -304,9 +304,9 @@ export const submitDocument: Handler = async (context) => {
     'document accepted',
   );
 
-  // Usage after this document's charge (spec "Usage headers").
+  // Usage after this document's charge (README "Plans, metering and usage").
   const headers = new Headers(usageHeaders(result.organisation));
-  // The upload lane skips the sync wait (spec: large files are not held open).
+  // The upload lane skips the sync wait (`submitDocument` 202): large files are not held open.
   const budget = lane === 'reference' ? undefined : syncBudgetMs(api, query, prefer);
   let document = result.document;
   if (budget !== undefined) {

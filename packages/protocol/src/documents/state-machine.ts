@@ -1,10 +1,10 @@
 import type { DocumentStatus } from '../domain/types.ts';
 
 /**
- * The spec's "States and transitions", in one table. `pending` -> `processing` when a worker
- * leases the document; `processing` -> `pending` when a lease lapses (crash, restart) and the
- * document is processed again; processing ends in one of the terminal statuses, which never
- * change again (deletion removes the file, not the status).
+ * The document states (`getDocument`, README "Submitting") and their transitions, in one table.
+ * `pending` -> `processing` when a worker leases the document; `processing` -> `pending` when a
+ * lease lapses (crash, restart) and the document is processed again; processing ends in one of
+ * the terminal statuses, which never change again (deletion removes the file, not the status).
  */
 export const TRANSITIONS: Readonly<Record<DocumentStatus, readonly DocumentStatus[]>> = {
   pending: ['processing', 'failed'],

@@ -1,8 +1,8 @@
 import type { Organisation } from '../domain/types.ts';
 
 /**
- * The spec's usage headers for an organisation's state: allowance fields on tier plans, the
- * credit balance on pay-as-you-go, none on internal plans.
+ * The usage headers (README "Plans, metering and usage") for an organisation's state: allowance
+ * fields on tier plans, the credit balance on pay-as-you-go, none on internal plans.
  */
 export function usageHeaders(organisation: Organisation): Record<string, string> {
   switch (organisation.planType) {

@@ -1,4 +1,4 @@
-/** The plans of the spec's Limits table. */
+/** The plans of README "Plans, metering and usage". */
 export type PlanName = 'starter' | 'growth' | 'business' | 'volume' | 'payg' | 'internal';
 
 /** How a plan is metered: monthly allowance, prepaid credit, or not at all. */
@@ -26,7 +26,7 @@ const SMALL_UPLOAD_BYTES = 250 * MiB;
 const LARGE_UPLOAD_BYTES = 450 * MiB;
 
 /**
- * Default terms per plan. Volume is "custom" in the spec: these are its starting values, set per
+ * Default terms per plan. Volume's terms are "custom": these are its starting values, set per
  * organisation through the admin API.
  */
 export const PLANS: Readonly<Record<PlanName, PlanTerms>> = {

@@ -1,6 +1,6 @@
 import { bufferedResponse } from './buffered-response.ts';
 
-/** Media types a successful JSON body is offered as (the spec: JSON, text/json, text/plain). */
+/** Media types a successful JSON body is offered as (README "Errors"): JSON, text/json, text/plain. */
 export const JSON_MEDIA_TYPES = ['application/json', 'text/json', 'text/plain'] as const;
 
 /** One of {@link JSON_MEDIA_TYPES}. */

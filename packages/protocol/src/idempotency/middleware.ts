@@ -5,9 +5,9 @@ import type { StoredResponse } from '../ports.ts';
 import { RequestFingerprint } from './fingerprint.ts';
 import { bufferedResponse } from '../http/buffered-response.ts';
 
-/** Longest Idempotency-Key (spec Limits). */
+/** Longest Idempotency-Key (README "Idempotency"). */
 export const MAX_IDEMPOTENCY_KEY_CHARS = 200;
-/** How long a key replays its first response (spec Limits). */
+/** How long a key replays its first response (README "Idempotency"). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Header marking a replayed response. */
 export const REPLAYED_HEADER = 'Idempotency-Replayed';
@@ -34,7 +34,7 @@ async function toStored(response: Response): Promise<StoredResponse> {
 }
 
 /**
- * `Idempotency-Key` on the two POST routes (spec "Idempotency", IETF Idempotency-Key draft):
+ * `Idempotency-Key` on the two POST routes (README "Idempotency", IETF Idempotency-Key draft):
  * the key is claimed atomically before any work; a successful first response is stored and
  * replayed byte for byte (with `Idempotency-Replayed: true`) for 24 hours; a concurrent
  * duplicate gets 409; the key on another endpoint 422; the same key with a different request

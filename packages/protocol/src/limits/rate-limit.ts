@@ -3,9 +3,12 @@ import type { ApiContext } from '../http/context.ts';
 import { problemResponse } from '../http/problem-response.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
 
-/** Length of one rate-limit window (the spec's limits are per minute). */
+/** Length of one rate-limit window (README "Rate limits": per organisation and minute). */
 export const RATE_WINDOW_MS = 60_000;
-/** Status reads get ten times the plan's per-minute limit, in their own partition (spec Limits). */
+/**
+ * Status reads get ten times the plan's per-minute limit, in their own partition
+ * (README "Rate limits").
+ */
 export const STATUS_READ_MULTIPLIER = 10;
 
 /**

@@ -1,6 +1,6 @@
 import { SCOPE_ADMIN, SCOPE_API } from '../auth/principal.ts';
 
-/** Lifetime of an access token the embedded issuer signs (spec Authentication: one hour). */
+/** Lifetime of an access token the embedded issuer signs (one hour; `issueAccessToken`). */
 export const ACCESS_TOKEN_LIFETIME_SECONDS = 3600;
 /** Clock skew tolerated on `exp`, `nbf` and `iat` when verifying a token. */
 export const CLOCK_SKEW_SECONDS = 60;

@@ -46,11 +46,11 @@ function absent(members: readonly string[]): SchemaObject {
   return { not: { anyOf: members.map((member) => ({ required: [member] })) } };
 }
 
-/** The spec's document envelope, with its "completed only" / "in flight only" rules. */
+/** The document envelope, with its "completed only" / "in flight only" rules. */
 const documentEnvelope: SchemaObject = {
   type: 'object',
   description:
-    'The document envelope (spec "Document envelope"). Null members are omitted. Returned by every successful /v1/documents call and as the 409 body of a premature download.',
+    'The document envelope. Null members are omitted. Returned by every successful /v1/documents call and as the 409 body of a premature download.',
   required: ['id', 'status', 'statusUrl'],
   additionalProperties: false,
   properties: {

@@ -20,7 +20,7 @@ const json = JSON.parse(JSON.stringify(document)) as Record<string, unknown>;
  */
 const NOT_SERVED_BY_API: Partial<Record<ProblemCode, string>> = {};
 
-/** Where a code is served with another status than its catalogue row (the spec says so). */
+/** Where a code is served with another status than its catalogue row (`getAccount` documents it). */
 const STATUS_EXCEPTIONS = new Set(['GET /v1/account 404 NotProvisioned']);
 
 type Json = Readonly<Record<string, unknown>>;
@@ -439,7 +439,7 @@ describe('createOpenApiDocument', () => {
     }
   });
 
-  it('gives every operation a unique operationId, and describes every route the spec lists', () => {
+  it('gives every operation a unique operationId, and describes every route the API serves', () => {
     const ids = operations().map(({ operation }) => operation.operationId);
     expect(new Set(ids).size).toBe(ids.length);
     const routes = operations().map(

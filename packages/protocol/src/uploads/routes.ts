@@ -9,9 +9,9 @@ import { jsonResponse } from '../http/negotiation.ts';
 import { FieldErrors } from '../http/validation.ts';
 import { usageHeaders } from '../documents/usage.ts';
 
-/** The PUT link works for 60 minutes (spec Limits). */
+/** The PUT link works for 60 minutes (README "Large files: the upload lane"). */
 export const UPLOAD_LINK_MS = 60 * 60 * 1000;
-/** An upload stays submittable for 24 hours from creation (spec Limits). */
+/** Uploads stay submittable 24 hours from creation (README "Large files: the upload lane"). */
 export const UPLOAD_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 function parseFileName(value: unknown): string {

@@ -32,7 +32,7 @@ export type DocumentOps = Pick<
 /** Documents whose last read this connection remembers (a few MB at most). */
 const RECENT_DOCUMENTS = 1024;
 
-/** Spec "Limits": download link and cleaned-file retention, 24 hours from completion. */
+/** Download link and cleaned-file retention, 24 hours from completion (`getDocument`). */
 const DOWNLOAD_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /** Columns of a new document row (the rest take their initial values in the INSERT). */
@@ -207,7 +207,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     'UPDATE uploads SET blob_removed_at = ? WHERE id = ? AND blob_removed_at IS NULL',
   );
 
-  /** Credits back what `row` was charged, in the caller's transaction (spec: failed is credited). */
+  /** Credits back what `row` was charged, in the caller's transaction (`failed` is credited). */
   function refund(row: DocumentRow, atMs: number): void {
     const organisation = organisations.readForUpdate(row.organisation_id, atMs);
     if (organisation === undefined) return;
@@ -294,7 +294,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
       let upload: UploadRow | undefined;
       if (input.uploadId !== undefined) {
         upload = selectOwnUpload.get(input.organisationId, input.uploadId);
-        // Spec: unknown, expired or foreign uploads are all UploadNotFound.
+        // Unknown, expired or foreign uploads are all UploadNotFound (`submitDocument`).
         if (upload === undefined || atMs >= upload.expires_at) return { kind: 'upload_not_found' };
         if (upload.uploaded_at === null) return { kind: 'upload_not_uploaded' };
         if (upload.submitted_at !== null) return { kind: 'upload_already_submitted' };
@@ -505,7 +505,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
           sweptExpiredOutput.run(atMs, item.id);
           return;
         case 'downloaded-output':
-          // Spec: deletedAt records removal "by DELETE or the delete-after-download sweep".
+          // `getDocument`: deletedAt records removal by DELETE or the delete-after-download sweep.
           sweptDownloadedOutput.run(atMs, atMs, item.id);
           return;
         case 'expired-upload':

@@ -44,7 +44,7 @@ export function createRequestOps(db: Database): RequestOps {
     const nowMs = toMillis(record.createdAt);
     const existing = selectKey.get(record.organisationId, record.key);
     if (existing !== undefined) {
-      // Spec "Idempotency": the replay window is over, so the key is free again.
+      // README "Idempotency": the replay window is over, so the key is free again.
       if (nowMs < existing.expires_at) {
         return { kind: 'existing', record: toIdempotencyRecord(existing) };
       }

@@ -103,7 +103,7 @@ function zeroTerminated(bytes: Uint8Array, start: number, field: string): number
 
 /**
  * Rebuilds a gzip file: its single inner file is inflated under the content budget, run through
- * the engine, and returned inside a fresh zip (spec "Format conversion": gz -> zip). The inner
+ * the engine, and returned inside a fresh zip (README "What it handles": gz -> zip). The inner
  * name comes from FNAME (its last path segment only) or from the outer name without `.gz`.
  */
 export async function rebuildGzip(

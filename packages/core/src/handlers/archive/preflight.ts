@@ -24,8 +24,8 @@ interface Level {
 }
 
 /**
- * The cheap pre-pass over a submitted archive (ARCHITECTURE "Limits ... checked before the work
- * they bound"): lists the central directory of every level of the tree, inflating only nested
+ * The cheap pre-pass over a submitted archive (docs/ARCHITECTURE.md "Limits": checked before the
+ * work they bound): lists the central directory of every level of the tree, inflating only nested
  * archives, and refuses from the listings alone when the whole tree holds more than `maxEntries`
  * entries or nests deeper than `maxDepth` (`policy_violation`), or when the sizes its members
  * declare add up past `maxBytes` (`file_too_large`). Nothing is scanned or rebuilt here, so a file

@@ -8,7 +8,7 @@ import type { FileInput } from '../types.ts';
 /**
  * Which rejection an archive gets when it has several, most decisive first: what its content is
  * (a threat), what the policy forbids (names, links, nesting, entry budget), what cannot be opened
- * (an encrypted member hides its type too), what type is not accepted (the spec's archive rule),
+ * (an encrypted member hides its type too), what type is not accepted (README "Archives"),
  * what is corrupt, what is too large.
  */
 const PRECEDENCE: readonly RejectionReason[] = [
@@ -22,7 +22,7 @@ const PRECEDENCE: readonly RejectionReason[] = [
 
 /**
  * Collects the outcome of an archive's members so that the answer depends on the set of members,
- * never on their order. The spec's archive rules: one threat rejects the whole archive with
+ * never on their order. README "Archives": one threat rejects the whole archive with
  * `threat_detected` (every threat's name is collected); otherwise the most decisive rejection in
  * {@link PRECEDENCE} order wins (the first member in directory order among equals); a fault (a
  * member whose family is not yet rebuilt, a codec failure) counts only when no member is

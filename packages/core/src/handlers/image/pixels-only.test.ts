@@ -44,7 +44,7 @@ function count(outcome: CleanedOutcome, kind: string): number {
 
 const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
-/** Asserts what the issue demands of every image output, with exiftool as the reader. */
+/** Asserts that an image output carries pixels only, with exiftool as the independent reader. */
 function expectPixelsOnly(bytes: Uint8Array, extension: string, input: Uint8Array): void {
   const output = Buffer.from(bytes);
   expect(output.equals(Buffer.from(input))).toBe(false);

@@ -407,7 +407,7 @@ describe('xlsb rebuild', () => {
       'a BrtBundleSh whose string runs past the record',
       xlsbRecord(R.BrtBundleSh, Buffer.from([0, 0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 0])),
     ],
-    ['a BrtWbProp of 4 bytes (calamine issue 666)', xlsbRecord(R.BrtWbProp, Buffer.alloc(4))],
+    ['a BrtWbProp of 4 bytes (tafia/calamine#666)', xlsbRecord(R.BrtWbProp, Buffer.alloc(4))],
   ])('rejects a workbook with %s as invalid_file', async (_, record) => {
     const workbook = Buffer.concat([xlsbRecord(R.BrtBeginBook), record, xlsbRecord(R.BrtEndBook)]);
     expect(

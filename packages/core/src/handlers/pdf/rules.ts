@@ -121,7 +121,7 @@ export const FORBIDDEN_TYPES: ReadonlySet<string> = new Set([
   '3D',
 ]);
 
-/** Schemes a kept URI action may use (the issue's rule; anything else is removed). */
+/** Schemes a kept URI action may use (README "PDF"; any other scheme is removed as an action). */
 const SAFE_URI = /^(?:https?:\/\/|mailto:)/i;
 
 /** True for a URI a kept `/S /URI` action may point at. */

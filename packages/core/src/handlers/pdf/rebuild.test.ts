@@ -668,6 +668,70 @@ describe('the PDF rebuild', () => {
       expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
     });
 
+    it('keeps a stream that expands a thousandfold to a few MiB: a ratio alone is not a bomb', async () => {
+      // A blank page scanned to PDF: a white 2550 x 3300 greyscale image (8 MiB) that Flate
+      // stores about 1030 times smaller, as the PDF/A files of scanners and archives do.
+      const pixels = Buffer.alloc(2550 * 3300, 0xff);
+      const image = deflateSync(pixels, { level: 9 });
+      expect(pixels.length / image.length).toBeGreaterThan(1000);
+      const input = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 4 0 R >> >> /Contents 5 0 R >>',
+          },
+          {
+            num: 4,
+            body: '<< /Type /XObject /Subtype /Image /Width 2550 /Height 3300 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode >>',
+            stream: image,
+          },
+          { num: 5, body: '<< >>', stream: 'q 612 0 0 792 0 0 cm /Im0 Do Q\n' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      const outcome = cleaned(await run(input));
+      expect([0, 3]).toContain(qpdfCheck(outcome.bytes));
+      const images = execFileSync('pdfimages', ['-list', file(outcome.bytes)]).toString();
+      expect(images).toMatch(/\s2550\s+3300\s+gray\s/);
+    });
+
+    it('bounds streams that each stay under the expansion-ratio floor by the content ceiling', async () => {
+      const bomb = deflateSync(Buffer.alloc(8 * 1024 * 1024), { level: 9 });
+      const forms = [100, 101, 102, 103, 104];
+      const input = buildTextPdf({
+        page: `/Resources << /XObject << ${forms.map((num) => `/X${num} ${num} 0 R`).join(' ')} >> >>`,
+        objects: forms.map((num) => ({
+          num,
+          body: '<< /Type /XObject /Subtype /Form /BBox [0 0 1 1] /Filter /FlateDecode >>',
+          stream: bomb,
+        })),
+      });
+      const outcome = await run(input, 'f.pdf', { maxBytes: 32 * 1024 * 1024 });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+      if (outcome.status === 'rejected') expect(outcome.detail).toMatch(/past the 32 MiB ceiling/);
+    });
+
+    it('rejects a stream past the expansion ratio once it decodes past 64 MiB', async () => {
+      const bomb = deflateSync(Buffer.alloc(80 * 1024 * 1024), { level: 9 });
+      const input = buildTextPdf({
+        page: '/Resources << /XObject << /X 100 0 R >> >>',
+        objects: [
+          {
+            num: 100,
+            body: '<< /Type /XObject /Subtype /Form /BBox [0 0 1 1] /Filter /FlateDecode >>',
+            stream: bomb,
+          },
+        ],
+      });
+      const outcome = await run(input);
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+      if (outcome.status === 'rejected') {
+        expect(outcome.detail).toMatch(/a PDF stream expands \d+ times to 80 MiB/);
+      }
+    });
+
     it('rejects a recursive page tree and absurd nesting as invalid_file, without hanging', async () => {
       const recursive = buildRawPdf({
         objects: [

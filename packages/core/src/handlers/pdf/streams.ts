@@ -11,7 +11,7 @@ import {
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
-import { EXPANSION_RATIO_FLOOR_BYTES, formatBytes } from '../../limits.ts';
+import { assertExpansionRatio, formatBytes } from '../../limits.ts';
 import type { EngineContext } from '../types.ts';
 
 /** Filters whose data we decode and re-encode (ISO 32000-1 7.4, table 6). */
@@ -53,18 +53,21 @@ export class StreamBudget {
     return Math.min(this.#context.limits.maxBytes, this.#context.budget.remaining) + 1;
   }
 
+  /** The rejection for a layer that decodes past {@link maxLayerBytes}. */
+  tooLarge(): Rejection {
+    return new Rejection(
+      'file_too_large',
+      `the PDF streams decode past the ${formatBytes(this.#context.limits.maxBytes)} ceiling`,
+    );
+  }
+
   /** Counts a decoded stream; rejects a flate bomb with `file_too_large`. */
   consume(encodedBytes: number, decodedBytes: number): void {
-    const ratio = decodedBytes / Math.max(1, encodedBytes);
-    if (
-      decodedBytes > EXPANSION_RATIO_FLOOR_BYTES &&
-      ratio > this.#context.limits.maxExpansionRatio
-    ) {
-      throw new Rejection(
-        'file_too_large',
-        `a PDF stream expands ${Math.round(ratio)}-fold (${formatBytes(decodedBytes)}), past the ${this.#context.limits.maxExpansionRatio}-fold limit`,
-      );
-    }
+    assertExpansionRatio(
+      { uncompressedSize: decodedBytes, compressedSize: encodedBytes },
+      this.#context.limits.maxExpansionRatio,
+      'a PDF stream',
+    );
     this.#context.budget.consume(decodedBytes, 'the PDF streams');
   }
 }
@@ -123,7 +126,7 @@ export function rebuildStream(
       throw new Rejection('invalid_file', 'a PDF stream applies a filter after a predictor');
     }
     const before = data.length;
-    data = decodeLayer({ name, data, parms: layerParms, maxBytes: budget.maxLayerBytes, context });
+    data = decodeLayer({ name, data, parms: layerParms, budget, context });
     budget.consume(before, data.length);
     predictor = predictorOf(layerParms, context);
   }
@@ -167,17 +170,18 @@ interface Layer {
   readonly name: string;
   readonly data: Uint8Array;
   readonly parms: PDFObject | undefined;
-  readonly maxBytes: number;
+  readonly budget: StreamBudget;
   readonly context: PDFContext;
 }
 
-function decodeLayer({ name, data, parms, maxBytes, context }: Layer): Uint8Array {
+function decodeLayer({ name, data, parms, budget, context }: Layer): Uint8Array {
+  const maxBytes = budget.maxLayerBytes;
   if (name === 'FlateDecode') {
     try {
       // Z_SYNC_FLUSH: a stream cut short (damaged files, truncated downloads) yields what it holds.
       return inflateSync(data, { maxOutputLength: maxBytes, finishFlush: constants.Z_SYNC_FLUSH });
     } catch (error) {
-      if (isTooLarge(error)) throw tooLarge(maxBytes);
+      if (isTooLarge(error)) throw budget.tooLarge();
       // A bad zlib header or checksum: fall back to the tolerant decoder below, still bounded.
     }
   }
@@ -186,11 +190,11 @@ function decodeLayer({ name, data, parms, maxBytes, context }: Layer): Uint8Arra
     dict.set(PDFName.of('Filter'), PDFName.of(name));
     if (parms instanceof PDFDict) dict.set(PDFName.of('DecodeParms'), parms);
     const decoded = decodePDFRawStream(PDFRawStream.of(dict, data)).getBytes(maxBytes);
-    if (decoded.length >= maxBytes) throw tooLarge(maxBytes);
+    if (decoded.length >= maxBytes) throw budget.tooLarge();
     return Uint8Array.from(decoded);
   } catch (error) {
     if (error instanceof Rejection) throw error;
-    if (isTooLarge(error)) throw tooLarge(maxBytes);
+    if (isTooLarge(error)) throw budget.tooLarge();
     throw new Rejection('invalid_file', `a PDF stream's ${name} data does not decode`);
   }
 }
@@ -200,10 +204,6 @@ function isTooLarge(error: unknown): boolean {
     error instanceof RangeError ||
     (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
   );
-}
-
-function tooLarge(maxBytes: number): Rejection {
-  return new Rejection('file_too_large', `a PDF stream decodes past ${formatBytes(maxBytes - 1)}`);
 }
 
 function predictorOf(parms: PDFObject | undefined, context: PDFContext): PDFDict | undefined {

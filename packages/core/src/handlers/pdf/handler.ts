@@ -6,6 +6,7 @@ import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
 import { emptyOwnerPasswordAccess } from '../../detect/pdf-encryption.ts';
 import { parseWithFileKey } from './decrypt.ts';
+import { assertNoEncryptedPayload } from './encrypted-payload.ts';
 import { disarmDocument, disarmFdf } from './disarm.ts';
 import { StreamBudget } from './streams.ts';
 import { verifyPdf } from './verify.ts';
@@ -18,8 +19,9 @@ const MAX_PDF_OBJECTS = 2_000_000;
 
 /**
  * PDF and FDF: parsed (damaged cross-references recovered by scanning, empty-user-password encryption
- * removed), disarmed by walking from the catalogue (`disarm.ts`), and written anew (`write.ts`):
- * only reachable objects, no history, every stream re-encoded, a content-derived `/ID`.
+ * removed), refused when they only wrap an encrypted payload (`encrypted-payload.ts`), disarmed by
+ * walking from the catalogue (`disarm.ts`), and written anew (`write.ts`): only reachable objects,
+ * no history, every stream re-encoded, a content-derived `/ID`.
  */
 export const pdfHandler: FormatHandler = {
   family: 'pdf',
@@ -61,6 +63,7 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
       `the PDF declares ${pdfContext.largestObjectNumber} objects; the limit is ${MAX_PDF_OBJECTS}`,
     );
   }
+  if (header === 'PDF') assertNoEncryptedPayload(pdfContext);
   const disarmed =
     header === 'FDF'
       ? disarmFdf(pdfContext, findings, context.deadline)

@@ -8,6 +8,7 @@ import { PDFDocument } from '@cantoo/pdf-lib';
 
 import {
   buildFdf,
+  buildPayloadWrapperPdf,
   buildRawPdf,
   buildTextPdf,
   encryptPdf,
@@ -470,6 +471,72 @@ describe('the PDF rebuild', () => {
       expect(outcome).toMatchObject({ status: 'rejected' });
       expect(['password_protected']).toContain((outcome as { reason?: string }).reason);
     });
+  });
+
+  describe('unencrypted wrappers around an encrypted payload (ISO 32000-2 7.6.7)', () => {
+    const expectWrapperRefused = async (input: Uint8Array, filter = 'MicrosoftIRMServices') => {
+      const outcome = await run(input);
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'password_protected' });
+      expect(outcome.status === 'rejected' && outcome.detail).toBe(
+        `the PDF is an unencrypted wrapper (ISO 32000-2 7.6.7) around an encrypted payload document "MicrosoftIRMServices Protected PDF.pdf", protected with the /${filter} cryptographic filter; its pages are only a cover, and the document cannot be opened without the filter's key`,
+      );
+    };
+
+    it('refuses a protected PDF as Purview writes it, whose pages are only a cover', async () => {
+      const input = buildPayloadWrapperPdf();
+      // What a reader without the filter shows, and what a rebuild would have returned.
+      expect(text(input)).toContain('This PDF file is protected.');
+      await expectWrapperRefused(input);
+    });
+
+    it.each([
+      ['listed only in /AF', { listedIn: 'af' }],
+      ['listed only under /Names /EmbeddedFiles', { listedIn: 'embedded-files' }],
+      ['with /EP and /AF as indirect objects', { indirect: true }],
+      [
+        'in an object stream with a cross-reference stream',
+        { layout: { compressed: [1, 6, 8, 9], xref: 'stream' }, indirect: true },
+      ],
+    ] as const)('refuses the wrapper %s', async (_, options) => {
+      await expectWrapperRefused(buildPayloadWrapperPdf(options));
+    });
+
+    it('names the cryptographic filter the payload uses', async () => {
+      await expectWrapperRefused(
+        buildPayloadWrapperPdf({ cryptoFilter: 'ACME_Rights' }),
+        'ACME_Rights',
+      );
+    });
+
+    it('reads the newest revision: an update that makes an attachment the payload, or drops it', async () => {
+      const spec =
+        '<< /Type /Filespec /F (MicrosoftIRMServices Protected PDF.pdf) /EF << /F 7 0 R >> /AFRelationship /EncryptedPayload /EP << /Type /EncryptedPayload /Subtype /MicrosoftIRMServices >> >>';
+      await expectWrapperRefused(
+        buildPayloadWrapperPdf({
+          relationship: 'Data',
+          layout: { updates: [{ objects: [{ num: 6, body: spec }] }] },
+        }),
+      );
+      const unwrapped = buildPayloadWrapperPdf({
+        layout: {
+          updates: [{ objects: [{ num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' }] }],
+        },
+      });
+      expect(cleaned(await run(unwrapped)).findings).toEqual([]);
+    });
+
+    it.each(['Data', 'Source', 'Alternative'])(
+      'cleans an ordinary attachment (/AFRelationship /%s), removing it',
+      async (relationship) => {
+        const input = buildPayloadWrapperPdf({ relationship });
+        const outcome = cleaned(await run(input));
+        expect(kinds(outcome)).toMatchObject({ 'pdf-embedded-file': 1 });
+        expect(text(outcome.bytes)).toContain('This PDF file is protected.');
+        expect(execFileSync('pdfdetach', ['-list', file(outcome.bytes)]).toString()).toMatch(
+          /^0 embedded files/,
+        );
+      },
+    );
   });
 
   describe('damage and abuse', () => {

@@ -50,7 +50,7 @@ export interface DisarmedDocument {
   /** Reachable indirect objects in breadth-first order from the catalogue (which is first). */
   readonly objects: readonly PDFRef[];
   readonly pageCount: number;
-  /** The page content streams (checked lexically when written). */
+  /** The page content streams (salvaged when written, if damaged part-way). */
   readonly contentStreams: ReadonlySet<PDFRef>;
 }
 

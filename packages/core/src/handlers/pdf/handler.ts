@@ -76,6 +76,7 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     budget: new StreamBudget(context),
     header,
     contentStreams: disarmed.contentStreams,
+    findings,
   });
   if (output.length > context.limits.maxBytes) {
     throw new Rejection('file_too_large', 'the rebuilt PDF is larger than the size ceiling');

@@ -8,6 +8,7 @@ import { PDFDocument } from '@cantoo/pdf-lib';
 
 import {
   buildFdf,
+  buildMemoPdf,
   buildPayloadWrapperPdf,
   buildRawPdf,
   buildTextPdf,
@@ -539,6 +540,88 @@ describe('the PDF rebuild', () => {
     );
   });
 
+  describe('page content damaged part-way', () => {
+    const intact = buildMemoPdf();
+    /** The decoded content stream of the rebuilt file's only page, as qpdf reads it. */
+    const pageContent = (bytes: Uint8Array): string => {
+      const path = file(bytes);
+      const json = JSON.parse(
+        execFileSync('qpdf', ['--json', '--json-key=pages', path]).toString(),
+      ) as {
+        pages: { contents: string[] }[];
+      };
+      const ref = json.pages[0]?.contents[0] ?? '';
+      const object = `--show-object=${ref.split(' ')[0] ?? ''}`;
+      return execFileSync('qpdf', [object, '--filtered-stream-data', path]).toString('latin1');
+    };
+    const balance = (content: string, open: string, close: string): number =>
+      content.split(/\s+/).filter((token) => token === open).length -
+      content.split(/\s+/).filter((token) => token === close).length;
+
+    it.each([
+      'string',
+      'hex-string',
+      'array',
+      'dictionary',
+      'inline-image',
+      'stray-parenthesis',
+    ] as const)(
+      'keeps what readers draw before damage of kind %s, closed well-formed, and counts it',
+      async (damage) => {
+        const input = buildMemoPdf({ damageAfterLine: 3, damage });
+        // poppler, an independent reader, draws the lines before the damage.
+        const shown = text(input);
+        for (const line of ['Quarterly review', 'Returns fell after'])
+          expect(shown).toContain(line);
+        const outcome = cleaned(await run(input));
+        expect(kinds(outcome)).toEqual({ 'damaged-content': 1 });
+        expect(qpdfCheck(outcome.bytes)).toBe(0);
+        const rebuiltText = text(outcome.bytes);
+        for (const line of ['Quarterly review', 'Sales rose', 'Two new', 'Returns fell after']) {
+          expect(rebuiltText).toContain(line);
+        }
+        expect(rebuiltText).not.toMatch(/Staff turnover|sentence was cut|Kerned/);
+        // poppler reads the input with syntax errors, the copy without any.
+        expect(spawnSync('pdftotext', [file(outcome.bytes), '-']).stderr.toString()).toBe('');
+        const content = pageContent(outcome.bytes);
+        expect(balance(content, 'q', 'Q')).toBe(0);
+        expect(balance(content, 'BT', 'ET')).toBe(0);
+        expect(balance(content, 'BDC', 'EMC')).toBe(0);
+        // The salvaged copy is intact: a second pass finds nothing and changes nothing.
+        const again = cleaned(await run(outcome.bytes));
+        expect(again.findings).toEqual([]);
+        expect(Buffer.compare(Buffer.from(again.bytes), Buffer.from(outcome.bytes))).toBe(0);
+      },
+    );
+
+    it('closes the text object, marked content and graphics state the cut left open, innermost first', async () => {
+      const outcome = cleaned(await run(buildMemoPdf({ damageAfterLine: 3, damage: 'string' })));
+      expect(pageContent(outcome.bytes)).toMatch(/72 648 Td\nET\nEMC\nQ\n$/);
+    });
+
+    it('salvages a cut after several KiB as readers do, and leaves an intact page alone', async () => {
+      const lines = Array.from(
+        { length: 36 },
+        (_, index) => `Line ${index + 1}: ${'the minutes of the meeting continue '.repeat(5)}`,
+      );
+      const input = buildMemoPdf({ lines, damageAfterLine: 33 });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'damaged-content': 1 });
+      expect(pageContent(outcome.bytes).length).toBeGreaterThan(7_000);
+      expect(text(outcome.bytes)).toContain('Line 34: the minutes');
+      expect(text(outcome.bytes)).not.toContain('Line 35');
+      expect(cleaned(await run(intact)).findings).toEqual([]);
+    });
+
+    it('refuses a page with no complete operator before the damage as invalid_file', async () => {
+      const outcome = await run(buildMemoPdf({ damageFirst: true }));
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      expect(outcome.status === 'rejected' && outcome.detail).toBe(
+        'a PDF page content stream is damaged (an unterminated string at byte 0) before any complete operator: nothing of it can be drawn',
+      );
+    });
+  });
+
   describe('damage and abuse', () => {
     it('repairs a broken or missing cross-reference table', async () => {
       for (const xref of ['broken', 'none'] as const) {
@@ -647,20 +730,7 @@ describe('the PDF rebuild', () => {
       expect(counts.sort()).toEqual([2, 2]);
     });
 
-    it('rejects a page whose content stream has an unbalanced string as invalid_file', async () => {
-      const broken = buildRawPdf({
-        objects: [
-          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
-          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
-          {
-            num: 3,
-            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
-          },
-          { num: 4, body: '<< >>', stream: 'BT /F1 12 Tf (a) Tj b) Tj ET' },
-        ],
-        trailer: '/Root 1 0 R',
-      });
-      expect(await run(broken)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    it('keeps inline image data as it is, whatever bytes it holds', async () => {
       // Inline image data may hold any byte, ")" included (ISO 32000-1 8.9.7).
       const inlineImage = buildRawPdf({
         objects: [

@@ -79,7 +79,8 @@ const nameOf = (value: PDFObject | undefined): string | undefined =>
  * Decodes a stream's filters and writes a new stream: decoded data re-encoded with Flate (keeping
  * a Flate/LZW predictor's parameters), image codec data kept only inside image XObjects. Only the
  * stream dictionary's own keys other than the filter machinery are kept (`/DL`, `/F*` external
- * file keys are dropped). `inspect` sees the decoded data (not called for image codec data).
+ * file keys are dropped). `rewrite` sees the decoded data and returns what is written (not called
+ * for image codec data).
  * @throws {Rejection} `invalid_file` when a filter is unknown, misplaced or its data does not
  *   decode (README "PDF": a stream we cannot decode makes the file invalid, never passes through);
  *   `file_too_large` past the size or expansion limits.
@@ -88,7 +89,7 @@ export function rebuildStream(
   stream: PDFRawStream,
   context: PDFContext,
   budget: StreamBudget,
-  inspect?: (decoded: Uint8Array) => void,
+  rewrite?: (decoded: Uint8Array) => Uint8Array,
 ): PDFRawStream {
   const dict = stream.dict;
   const filterValue = dict.lookup(PDFName.of('Filter'));
@@ -131,7 +132,7 @@ export function rebuildStream(
     predictor = predictorOf(layerParms, context);
   }
 
-  if (imageFilter === undefined) inspect?.(data);
+  if (imageFilter === undefined && rewrite !== undefined) data = rewrite(data);
   const next = PDFDict.withContext(context);
   for (const [key, value] of dict.entries()) {
     const name = key.decodeText();

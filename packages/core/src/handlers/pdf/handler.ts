@@ -64,16 +64,17 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     );
   }
   if (header === 'PDF') assertNoEncryptedPayload(pdfContext);
+  const budget = new StreamBudget(context);
   const disarmed =
     header === 'FDF'
       ? disarmFdf(pdfContext, findings, context.deadline)
-      : disarmDocument(pdfContext, findings, context.deadline);
+      : disarmDocument(pdfContext, { findings, deadline: context.deadline, budget });
   context.deadline.check();
   const output = writePdf({
     context: pdfContext,
     objects: disarmed.objects,
     version: versionMatch?.[1] ?? (header === 'FDF' ? '1.2' : '1.7'),
-    budget: new StreamBudget(context),
+    budget,
     header,
     contentStreams: disarmed.contentStreams,
     findings,

@@ -550,7 +550,9 @@ describe('the PDF rebuild', () => {
       ) as {
         pages: { contents: string[] }[];
       };
-      const ref = json.pages[0]?.contents[0] ?? '';
+      const refs = json.pages[0]?.contents ?? [];
+      expect(refs).toHaveLength(1);
+      const ref = refs[0] ?? '';
       const object = `--show-object=${ref.split(' ')[0] ?? ''}`;
       return execFileSync('qpdf', [object, '--filtered-stream-data', path]).toString('latin1');
     };
@@ -611,6 +613,45 @@ describe('the PDF rebuild', () => {
       expect(text(outcome.bytes)).toContain('Line 34: the minutes');
       expect(text(outcome.bytes)).not.toContain('Line 35');
       expect(cleaned(await run(intact)).findings).toEqual([]);
+    });
+
+    it('reads a page split over several streams as one: a dictionary may span two', async () => {
+      const input = buildMemoPdf({ splitAtLines: [2, 5] });
+      const outcome = cleaned(await run(input));
+      expect(outcome.findings).toEqual([]);
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(text(outcome.bytes)).toBe(text(intact));
+    });
+
+    it('salvages a page split over several streams up to the damage, into one stream', async () => {
+      const input = buildMemoPdf({ splitAtLines: [2, 5], damageAfterLine: 3, damage: 'array' });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'damaged-content': 1 });
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(spawnSync('pdftotext', [file(outcome.bytes), '-']).stderr.toString()).toBe('');
+      const shown = text(outcome.bytes);
+      expect(shown).toContain('Returns fell after');
+      expect(shown).not.toContain('Kerned');
+      expect(pageContent(outcome.bytes)).toMatch(/^q 1 0 0 1 0 0 cm\n[^]*\nET\nEMC\nQ\n$/);
+    });
+
+    it('bounds a page that lists one stream many times by the content ceiling', async () => {
+      const content = deflateSync(Buffer.from('0 0 m 10 10 l S\n'.repeat(65_536), 'latin1'));
+      const input = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [${'4 0 R '.repeat(200)}] >>`,
+          },
+          { num: 4, body: '<< /Filter /FlateDecode >>', stream: content },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      const outcome = await run(input, 'f.pdf', { maxBytes: 16 * 1024 * 1024 });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+      if (outcome.status === 'rejected') expect(outcome.detail).toMatch(/past the 16 MiB ceiling/);
     });
 
     it('refuses a page with no complete operator before the damage as invalid_file', async () => {

@@ -24,7 +24,8 @@ export type FindingKind =
   | 'event-handler'
   | 'external-resource'
   | 'document-metadata'
-  | 'hidden-data';
+  | 'hidden-data'
+  | 'damaged-content';
 
 /** One line of a rebuild's report: how many items of one kind were removed. */
 export interface Finding {
@@ -57,6 +58,8 @@ export const FINDING_KINDS: Readonly<Record<FindingKind, string>> = {
   'external-resource': 'References to external resources in markup',
   'document-metadata': 'Document metadata (author, custom properties)',
   'hidden-data': 'Hidden or unreferenced data',
+  'damaged-content':
+    'Damaged content readers cannot draw (the broken tail of a PDF page content stream)',
 };
 
 /** Accumulates finding counts during a rebuild. */

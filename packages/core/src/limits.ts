@@ -26,8 +26,11 @@ export interface Limits {
    */
   readonly maxEntries: number;
   /**
-   * Largest expansion of one archive member over its compressed size; checked only for members
-   * that expand past {@link EXPANSION_RATIO_FLOOR_BYTES}, so small, very compressible files pass.
+   * Largest expansion of one compressed unit (a zip member, an OOXML or ODF part, a PDF stream)
+   * over its stored size; checked only for units that expand past
+   * {@link EXPANSION_RATIO_FLOOR_BYTES}, so a small, very compressible file (a blank scan, a
+   * PDF/A with a large empty colour profile) passes. Bombs below that size are bounded by
+   * `maxBytes`, which counts every expanded byte of the document.
    * @default 1_000
    */
   readonly maxExpansionRatio: number;
@@ -48,8 +51,13 @@ export interface Limits {
   readonly timeoutMs: number;
 }
 
-/** Members smaller than this when expanded are not held to `maxExpansionRatio`. */
-export const EXPANSION_RATIO_FLOOR_BYTES = 1024 * 1024;
+/**
+ * Units (zip members, package parts, PDF streams) smaller than this when expanded are not held to
+ * `maxExpansionRatio`: a ratio alone is not a bomb. Deflate reaches about 1030-fold on uniform
+ * data, so benign files (blank images, padding, repeated rows) expand a few MiB past the ratio;
+ * what such a unit costs is already counted against `maxBytes`. 64 MiB.
+ */
+export const EXPANSION_RATIO_FLOOR_BYTES = 64 * 1024 * 1024;
 
 /** The defaults of {@link Limits}. */
 export const DEFAULT_LIMITS: Limits = Object.freeze({
@@ -140,10 +148,10 @@ export class Deadline {
 }
 
 /**
- * Rejects a compressed member (a zip entry) that expands more than `maxRatio` times its stored
- * size: a decompression bomb. Only members past {@link EXPANSION_RATIO_FLOOR_BYTES} are held to
- * it, so small, very compressible files pass.
- * @param what names the member in the detail, e.g. `member "a.png"`.
+ * Rejects a compressed unit (a zip member, a package part, a PDF stream) that expands more than
+ * `maxRatio` times its stored size: a decompression bomb. Only units past
+ * {@link EXPANSION_RATIO_FLOOR_BYTES} are held to it, so small, very compressible files pass.
+ * @param what names the unit in the detail, e.g. `member "a.png"`.
  */
 export function assertExpansionRatio(
   sizes: { readonly uncompressedSize: number; readonly compressedSize: number },
@@ -154,7 +162,7 @@ export function assertExpansionRatio(
   if (sizes.uncompressedSize > EXPANSION_RATIO_FLOOR_BYTES && ratio > maxRatio) {
     throw new Rejection(
       'file_too_large',
-      `${what} expands ${Math.round(ratio)} times (limit ${maxRatio}); a decompression bomb`,
+      `${what} expands ${Math.round(ratio)} times to ${formatBytes(sizes.uncompressedSize)} (limit ${maxRatio} times past ${formatBytes(EXPANSION_RATIO_FLOOR_BYTES)}); a decompression bomb`,
     );
   }
 }

@@ -296,20 +296,44 @@ describe('zip rebuild', () => {
         declaredUncompressedSize: 8 * MiB,
       })),
     );
-    const outcome = await run(input, { limits: { maxBytes: 30 * MiB, maxExpansionRatio: 1e9 } });
+    // Each member is under the expansion-ratio floor; together they pass the content ceiling.
+    const outcome = await run(input, { limits: { maxBytes: 30 * MiB } });
     expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    if (outcome.status === 'rejected') expect(outcome.detail).toMatch(/past the 30 MiB ceiling/);
   });
 
-  it('refuses a member past the expansion ratio', async () => {
+  it('refuses a member past the expansion ratio once it expands past 64 MiB', async () => {
     const input = buildRawZip([
       {
         name: 'z.png',
         method: 8,
-        rawCompressed: deflateBomb(16 * MiB),
-        declaredUncompressedSize: 16 * MiB,
+        rawCompressed: deflateBomb(80 * MiB),
+        declaredUncompressedSize: 80 * MiB,
       },
     ]);
-    expect(await run(input)).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    if (outcome.status === 'rejected') {
+      expect(outcome.detail).toMatch(/member "z\.png" expands \d+ times to 80 MiB/);
+    }
+  });
+
+  it('keeps a blank image that compresses a thousandfold: a ratio alone is not a bomb', async () => {
+    // A white 24-bit scan as a scanner or Paint writes it: 2000 x 1500 pixels, 8.6 MiB, which
+    // deflate stores about 1030 times smaller.
+    const width = 2000;
+    const height = 1500;
+    const bmp = encodeBmp({
+      width,
+      height,
+      channels: 3,
+      data: new Uint8Array(width * height * 3).fill(0xff),
+    });
+    const input = await buildZip([{ name: 'scan.bmp', data: bmp }]);
+    expect(bmp.length / input.length).toBeGreaterThan(1000);
+    const outcome = cleaned(await run(input));
+    const { entries } = await listZip(outcome.bytes);
+    expect(entries.map((entry) => [entry.name, entry.size])).toEqual([['scan.bmp', bmp.length]]);
   });
 
   it('refuses a member that inflates past the size it declares', async () => {

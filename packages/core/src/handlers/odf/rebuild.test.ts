@@ -15,6 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { encodeBmp } from '../image/bmp/encode.ts';
 import { isDisarmError } from '../../errors.ts';
 import { cleaned, findingsOf } from '../../test-support.ts';
 
@@ -27,7 +28,11 @@ afterAll(async () => {
 });
 
 /** The package as Info-ZIP sees it: members in order with their method, and all their text. */
-async function unzipped(bytes: Uint8Array): Promise<{ listing: string[]; text: string }> {
+/** Tests and lists the package; `text` is every member's content, or only these members'. */
+async function unzipped(
+  bytes: Uint8Array,
+  ...members: string[]
+): Promise<{ listing: string[]; text: string }> {
   const path = join(dir, `${Math.random().toString(36).slice(2)}.odt`);
   await writeFile(path, bytes);
   execFileSync('unzip', ['-tqq', path]);
@@ -36,7 +41,7 @@ async function unzipped(bytes: Uint8Array): Promise<{ listing: string[]; text: s
     .trim()
     .split('\n')
     .slice(2, -1);
-  const text = execFileSync('unzip', ['-p', path], { encoding: 'latin1' });
+  const text = execFileSync('unzip', ['-p', path, ...members], { encoding: 'latin1' });
   return { listing, text };
 }
 
@@ -204,6 +209,40 @@ describe('ODT rebuild', () => {
     expect(text).toContain(
       'manifest:full-path="Pictures/image1.png" manifest:media-type="image/png"',
     );
+  });
+
+  it('keeps a blank bitmap picture that compresses a thousandfold: a ratio alone is not a bomb', async () => {
+    // A white 24-bit BMP, 2000 x 1500 (8.6 MiB), which LibreOffice deflates about 1030-fold.
+    const width = 2000;
+    const height = 1500;
+    const bmp = encodeBmp({
+      width,
+      height,
+      channels: 3,
+      data: new Uint8Array(width * height * 3).fill(0xff),
+    });
+    const input = await buildOdt({ image: bmp, imageExtension: 'bmp' });
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    const { listing } = await unzipped(outcome.bytes, 'META-INF/manifest.xml');
+    expect(listing.find((line) => line.endsWith('Pictures/image1.bmp'))).toContain(
+      String(bmp.length),
+    );
+    // What it expands to still counts against the content ceiling.
+    const capped = await disarm(
+      { bytes: input, fileName: 'a.odt' },
+      { limits: { maxBytes: 4 * 1024 * 1024 } },
+    );
+    expect(capped).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    if (capped.status === 'rejected') expect(capped.detail).toMatch(/past the 4 MiB ceiling/);
+  });
+
+  it('refuses a part past the expansion ratio once it expands past 64 MiB', async () => {
+    const input = await buildOdt({ image: Buffer.alloc(80 * 1024 * 1024), imageExtension: 'bmp' });
+    const outcome = await disarm({ bytes: input, fileName: 'a.odt' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    if (outcome.status === 'rejected') {
+      expect(outcome.detail).toMatch(/"Pictures\/image1\.bmp" expands \d+ times to 80 MiB/);
+    }
   });
 
   it("keeps an Office object's EMF replacement image in its frame, rebuilt; the object goes", async () => {

@@ -31,6 +31,9 @@ import {
   dictionaryRole,
   isSafeUri,
 } from './rules.ts';
+import { salvageSplitContents } from './page-content.ts';
+import type { PageContents } from './page-content.ts';
+import type { StreamBudget } from './streams.ts';
 
 /** Deepest nesting of direct arrays and dictionaries inside one object. */
 const MAX_NESTING_DEPTH = 100;
@@ -45,12 +48,20 @@ const DROPPED_KEYS: ReadonlyMap<string, FindingKind> = new Map([
   ['PieceInfo', 'hidden-data'],
 ]);
 
+/** What {@link disarmDocument} works with besides the parsed document. */
+export interface DisarmOptions {
+  readonly findings: FindingTally;
+  readonly deadline: Deadline;
+  /** Counts the page content streams decoded to salvage pages split over several. */
+  readonly budget: StreamBudget;
+}
+
 /** The document after disarm: the objects to write, in the order they are numbered. */
 export interface DisarmedDocument {
   /** Reachable indirect objects in breadth-first order from the catalogue (which is first). */
   readonly objects: readonly PDFRef[];
   readonly pageCount: number;
-  /** The page content streams (checked lexically when written). */
+  /** The content streams that are a page's only one (salvaged when written, if damaged). */
   readonly contentStreams: ReadonlySet<PDFRef>;
 }
 
@@ -74,8 +85,7 @@ function registerDirectRoot(context: PDFContext): void {
  */
 export function disarmDocument(
   context: PDFContext,
-  findings: FindingTally,
-  deadline: Deadline,
+  { findings, deadline, budget }: DisarmOptions,
 ): DisarmedDocument {
   registerDirectRoot(context);
   const rootRef = context.trailerInfo.Root;
@@ -92,8 +102,14 @@ export function disarmDocument(
   catalog.set(key('Type'), key('Catalog'));
   registerDirectFields(catalog, context);
   const pagesRef = pageTreeRoot(catalog, context, findings);
-  const contentStreams = new Set<PDFRef>();
-  const pageCount = countPages(context, findings, pagesRef, { deadline, contentStreams });
+  const pageContents: PageContents[] = [];
+  const pageCount = countPages(context, findings, pagesRef, { deadline, pageContents });
+  const contentStreams = salvageSplitContents(pageContents, {
+    context,
+    budget,
+    findings,
+    deadline,
+  });
 
   const walker = new Walker(context, findings, deadline);
   const objects = walker.walk(rootRef);
@@ -202,7 +218,7 @@ function countPages(
   context: PDFContext,
   findings: FindingTally,
   rootRef: PDFRef,
-  { deadline, contentStreams }: { deadline: Deadline; contentStreams: Set<PDFRef> },
+  { deadline, pageContents }: { deadline: Deadline; pageContents: PageContents[] },
 ): number {
   const seen = new Set<PDFRef>();
   /** Intermediate nodes in visiting order, each with its parent's index (-1 for the root). */
@@ -227,7 +243,7 @@ function countPages(
       ref !== rootRef &&
       (name(node.get(key('Type'))) === 'Page' || !(kids instanceof PDFArray))
     ) {
-      assertContentsPresent(node, context, contentStreams);
+      pageContents.push({ page: node, streams: contentsOf(node, context) });
       // ISO 32000-1 7.7.3.3: /Type is required; readers that insist get it.
       node.set(key('Type'), key('Page'));
       pages += 1;
@@ -273,20 +289,18 @@ function countPages(
 }
 
 /**
- * A page whose content stream is missing (a truncated file, a damaged cross-reference) would come
- * back blank: that is a file we cannot rebuild faithfully, so it is `invalid_file`.
+ * A page's content streams, in order. A page whose content stream is missing (a truncated file, a
+ * damaged cross-reference) would come back blank: that is a file we cannot rebuild faithfully, so
+ * it is `invalid_file`.
  */
-function assertContentsPresent(
-  page: PDFDict,
-  context: PDFContext,
-  contentStreams: Set<PDFRef>,
-): void {
+function contentsOf(page: PDFDict, context: PDFContext): PDFRef[] {
   const contents = page.get(key('Contents'));
   const resolved = context.lookup(contents);
   const refs = resolved instanceof PDFArray ? resolved.asArray() : [contents];
+  const streams: PDFRef[] = [];
   for (const ref of refs) {
     if (ref === undefined) continue;
-    if (ref instanceof PDFRef) contentStreams.add(ref);
+    if (ref instanceof PDFRef) streams.push(ref);
     if (!(context.lookup(ref) instanceof PDFRawStream)) {
       throw new Rejection(
         'invalid_file',
@@ -294,6 +308,7 @@ function assertContentsPresent(
       );
     }
   }
+  return streams;
 }
 
 /** Why an object may not be kept anywhere, as the finding its removal counts; undefined if it may. */

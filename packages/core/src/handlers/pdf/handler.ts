@@ -6,6 +6,7 @@ import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
 import { emptyOwnerPasswordAccess } from '../../detect/pdf-encryption.ts';
 import { parseWithFileKey } from './decrypt.ts';
+import { assertNoEncryptedPayload } from './encrypted-payload.ts';
 import { disarmDocument, disarmFdf } from './disarm.ts';
 import { StreamBudget } from './streams.ts';
 import { verifyPdf } from './verify.ts';
@@ -18,8 +19,9 @@ const MAX_PDF_OBJECTS = 2_000_000;
 
 /**
  * PDF and FDF: parsed (damaged cross-references recovered by scanning, empty-user-password encryption
- * removed), disarmed by walking from the catalogue (`disarm.ts`), and written anew (`write.ts`):
- * only reachable objects, no history, every stream re-encoded, a content-derived `/ID`.
+ * removed), refused when they only wrap an encrypted payload (`encrypted-payload.ts`), disarmed by
+ * walking from the catalogue (`disarm.ts`), and written anew (`write.ts`): only reachable objects,
+ * no history, every stream re-encoded, a content-derived `/ID`.
  */
 export const pdfHandler: FormatHandler = {
   family: 'pdf',
@@ -61,18 +63,21 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
       `the PDF declares ${pdfContext.largestObjectNumber} objects; the limit is ${MAX_PDF_OBJECTS}`,
     );
   }
+  if (header === 'PDF') assertNoEncryptedPayload(pdfContext);
+  const budget = new StreamBudget(context);
   const disarmed =
     header === 'FDF'
       ? disarmFdf(pdfContext, findings, context.deadline)
-      : disarmDocument(pdfContext, findings, context.deadline);
+      : disarmDocument(pdfContext, { findings, deadline: context.deadline, budget });
   context.deadline.check();
   const output = writePdf({
     context: pdfContext,
     objects: disarmed.objects,
     version: versionMatch?.[1] ?? (header === 'FDF' ? '1.2' : '1.7'),
-    budget: new StreamBudget(context),
+    budget,
     header,
     contentStreams: disarmed.contentStreams,
+    findings,
   });
   if (output.length > context.limits.maxBytes) {
     throw new Rejection('file_too_large', 'the rebuilt PDF is larger than the size ceiling');

@@ -8,6 +8,8 @@ import { PDFDocument } from '@cantoo/pdf-lib';
 
 import {
   buildFdf,
+  buildMemoPdf,
+  buildPayloadWrapperPdf,
   buildRawPdf,
   buildTextPdf,
   encryptPdf,
@@ -472,6 +474,195 @@ describe('the PDF rebuild', () => {
     });
   });
 
+  describe('unencrypted wrappers around an encrypted payload (ISO 32000-2 7.6.7)', () => {
+    const expectWrapperRefused = async (input: Uint8Array, filter = 'MicrosoftIRMServices') => {
+      const outcome = await run(input);
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'password_protected' });
+      expect(outcome.status === 'rejected' && outcome.detail).toBe(
+        `the PDF is an unencrypted wrapper (ISO 32000-2 7.6.7) around an encrypted payload document "MicrosoftIRMServices Protected PDF.pdf", protected with the /${filter} cryptographic filter; its pages are only a cover, and the document cannot be opened without the filter's key`,
+      );
+    };
+
+    it('refuses a protected PDF as Purview writes it, whose pages are only a cover', async () => {
+      const input = buildPayloadWrapperPdf();
+      // What a reader without the filter shows, and what a rebuild would have returned.
+      expect(text(input)).toContain('This PDF file is protected.');
+      await expectWrapperRefused(input);
+    });
+
+    it.each([
+      ['listed only in /AF', { listedIn: 'af' }],
+      ['listed only under /Names /EmbeddedFiles', { listedIn: 'embedded-files' }],
+      ['with /EP and /AF as indirect objects', { indirect: true }],
+      [
+        'in an object stream with a cross-reference stream',
+        { layout: { compressed: [1, 6, 8, 9], xref: 'stream' }, indirect: true },
+      ],
+    ] as const)('refuses the wrapper %s', async (_, options) => {
+      await expectWrapperRefused(buildPayloadWrapperPdf(options));
+    });
+
+    it('names the cryptographic filter the payload uses', async () => {
+      await expectWrapperRefused(
+        buildPayloadWrapperPdf({ cryptoFilter: 'ACME_Rights' }),
+        'ACME_Rights',
+      );
+    });
+
+    it('reads the newest revision: an update that makes an attachment the payload, or drops it', async () => {
+      const spec =
+        '<< /Type /Filespec /F (MicrosoftIRMServices Protected PDF.pdf) /EF << /F 7 0 R >> /AFRelationship /EncryptedPayload /EP << /Type /EncryptedPayload /Subtype /MicrosoftIRMServices >> >>';
+      await expectWrapperRefused(
+        buildPayloadWrapperPdf({
+          relationship: 'Data',
+          layout: { updates: [{ objects: [{ num: 6, body: spec }] }] },
+        }),
+      );
+      const unwrapped = buildPayloadWrapperPdf({
+        layout: {
+          updates: [{ objects: [{ num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' }] }],
+        },
+      });
+      expect(cleaned(await run(unwrapped)).findings).toEqual([]);
+    });
+
+    it.each(['Data', 'Source', 'Alternative'])(
+      'cleans an ordinary attachment (/AFRelationship /%s), removing it',
+      async (relationship) => {
+        const input = buildPayloadWrapperPdf({ relationship });
+        const outcome = cleaned(await run(input));
+        expect(kinds(outcome)).toMatchObject({ 'pdf-embedded-file': 1 });
+        expect(text(outcome.bytes)).toContain('This PDF file is protected.');
+        expect(execFileSync('pdfdetach', ['-list', file(outcome.bytes)]).toString()).toMatch(
+          /^0 embedded files/,
+        );
+      },
+    );
+  });
+
+  describe('page content damaged part-way', () => {
+    const intact = buildMemoPdf();
+    /** The decoded content stream of the rebuilt file's only page, as qpdf reads it. */
+    const pageContent = (bytes: Uint8Array): string => {
+      const path = file(bytes);
+      const json = JSON.parse(
+        execFileSync('qpdf', ['--json', '--json-key=pages', path]).toString(),
+      ) as {
+        pages: { contents: string[] }[];
+      };
+      const refs = json.pages[0]?.contents ?? [];
+      expect(refs).toHaveLength(1);
+      const ref = refs[0] ?? '';
+      const object = `--show-object=${ref.split(' ')[0] ?? ''}`;
+      return execFileSync('qpdf', [object, '--filtered-stream-data', path]).toString('latin1');
+    };
+    const balance = (content: string, open: string, close: string): number =>
+      content.split(/\s+/).filter((token) => token === open).length -
+      content.split(/\s+/).filter((token) => token === close).length;
+
+    it.each([
+      'string',
+      'hex-string',
+      'array',
+      'dictionary',
+      'inline-image',
+      'stray-parenthesis',
+    ] as const)(
+      'keeps what readers draw before damage of kind %s, closed well-formed, and counts it',
+      async (damage) => {
+        const input = buildMemoPdf({ damageAfterLine: 3, damage });
+        // poppler, an independent reader, draws the lines before the damage.
+        const shown = text(input);
+        for (const line of ['Quarterly review', 'Returns fell after'])
+          expect(shown).toContain(line);
+        const outcome = cleaned(await run(input));
+        expect(kinds(outcome)).toEqual({ 'damaged-content': 1 });
+        expect(qpdfCheck(outcome.bytes)).toBe(0);
+        const rebuiltText = text(outcome.bytes);
+        for (const line of ['Quarterly review', 'Sales rose', 'Two new', 'Returns fell after']) {
+          expect(rebuiltText).toContain(line);
+        }
+        expect(rebuiltText).not.toMatch(/Staff turnover|sentence was cut|Kerned/);
+        // poppler reads the input with syntax errors, the copy without any.
+        expect(spawnSync('pdftotext', [file(outcome.bytes), '-']).stderr.toString()).toBe('');
+        const content = pageContent(outcome.bytes);
+        expect(balance(content, 'q', 'Q')).toBe(0);
+        expect(balance(content, 'BT', 'ET')).toBe(0);
+        expect(balance(content, 'BDC', 'EMC')).toBe(0);
+        // The salvaged copy is intact: a second pass finds nothing and changes nothing.
+        const again = cleaned(await run(outcome.bytes));
+        expect(again.findings).toEqual([]);
+        expect(Buffer.compare(Buffer.from(again.bytes), Buffer.from(outcome.bytes))).toBe(0);
+      },
+    );
+
+    it('closes the text object, marked content and graphics state the cut left open, innermost first', async () => {
+      const outcome = cleaned(await run(buildMemoPdf({ damageAfterLine: 3, damage: 'string' })));
+      expect(pageContent(outcome.bytes)).toMatch(/72 648 Td\nET\nEMC\nQ\n$/);
+    });
+
+    it('salvages a cut after several KiB as readers do, and leaves an intact page alone', async () => {
+      const lines = Array.from(
+        { length: 36 },
+        (_, index) => `Line ${index + 1}: ${'the minutes of the meeting continue '.repeat(5)}`,
+      );
+      const input = buildMemoPdf({ lines, damageAfterLine: 33 });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'damaged-content': 1 });
+      expect(pageContent(outcome.bytes).length).toBeGreaterThan(7_000);
+      expect(text(outcome.bytes)).toContain('Line 34: the minutes');
+      expect(text(outcome.bytes)).not.toContain('Line 35');
+      expect(cleaned(await run(intact)).findings).toEqual([]);
+    });
+
+    it('reads a page split over several streams as one: a dictionary may span two', async () => {
+      const input = buildMemoPdf({ splitAtLines: [2, 5] });
+      const outcome = cleaned(await run(input));
+      expect(outcome.findings).toEqual([]);
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(text(outcome.bytes)).toBe(text(intact));
+    });
+
+    it('salvages a page split over several streams up to the damage, into one stream', async () => {
+      const input = buildMemoPdf({ splitAtLines: [2, 5], damageAfterLine: 3, damage: 'array' });
+      const outcome = cleaned(await run(input));
+      expect(kinds(outcome)).toEqual({ 'damaged-content': 1 });
+      expect(qpdfCheck(outcome.bytes)).toBe(0);
+      expect(spawnSync('pdftotext', [file(outcome.bytes), '-']).stderr.toString()).toBe('');
+      const shown = text(outcome.bytes);
+      expect(shown).toContain('Returns fell after');
+      expect(shown).not.toContain('Kerned');
+      expect(pageContent(outcome.bytes)).toMatch(/^q 1 0 0 1 0 0 cm\n[^]*\nET\nEMC\nQ\n$/);
+    });
+
+    it('bounds a page that lists one stream many times by the content ceiling', async () => {
+      const content = deflateSync(Buffer.from('0 0 m 10 10 l S\n'.repeat(65_536), 'latin1'));
+      const input = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [${'4 0 R '.repeat(200)}] >>`,
+          },
+          { num: 4, body: '<< /Filter /FlateDecode >>', stream: content },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      const outcome = await run(input, 'f.pdf', { maxBytes: 16 * 1024 * 1024 });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+      if (outcome.status === 'rejected') expect(outcome.detail).toMatch(/past the 16 MiB ceiling/);
+    });
+
+    it('refuses a page with no complete operator before the damage as invalid_file', async () => {
+      const outcome = await run(buildMemoPdf({ damageFirst: true }));
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+      expect(outcome.status === 'rejected' && outcome.detail).toBe(
+        'a PDF page content stream is damaged (an unterminated string at byte 0) before any complete operator: nothing of it can be drawn',
+      );
+    });
+  });
+
   describe('damage and abuse', () => {
     it('repairs a broken or missing cross-reference table', async () => {
       for (const xref of ['broken', 'none'] as const) {
@@ -580,20 +771,7 @@ describe('the PDF rebuild', () => {
       expect(counts.sort()).toEqual([2, 2]);
     });
 
-    it('rejects a page whose content stream has an unbalanced string as invalid_file', async () => {
-      const broken = buildRawPdf({
-        objects: [
-          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
-          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
-          {
-            num: 3,
-            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
-          },
-          { num: 4, body: '<< >>', stream: 'BT /F1 12 Tf (a) Tj b) Tj ET' },
-        ],
-        trailer: '/Root 1 0 R',
-      });
-      expect(await run(broken)).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    it('keeps inline image data as it is, whatever bytes it holds', async () => {
       // Inline image data may hold any byte, ")" included (ISO 32000-1 8.9.7).
       const inlineImage = buildRawPdf({
         objects: [
@@ -666,6 +844,70 @@ describe('the PDF rebuild', () => {
       });
       const outcome = await run(input, 'f.pdf', { maxBytes: 4 * 1024 * 1024 });
       expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+    });
+
+    it('keeps a stream that expands a thousandfold to a few MiB: a ratio alone is not a bomb', async () => {
+      // A blank page scanned to PDF: a white 2550 x 3300 greyscale image (8 MiB) that Flate
+      // stores about 1030 times smaller, as the PDF/A files of scanners and archives do.
+      const pixels = Buffer.alloc(2550 * 3300, 0xff);
+      const image = deflateSync(pixels, { level: 9 });
+      expect(pixels.length / image.length).toBeGreaterThan(1000);
+      const input = buildRawPdf({
+        objects: [
+          { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+          { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+          {
+            num: 3,
+            body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 4 0 R >> >> /Contents 5 0 R >>',
+          },
+          {
+            num: 4,
+            body: '<< /Type /XObject /Subtype /Image /Width 2550 /Height 3300 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode >>',
+            stream: image,
+          },
+          { num: 5, body: '<< >>', stream: 'q 612 0 0 792 0 0 cm /Im0 Do Q\n' },
+        ],
+        trailer: '/Root 1 0 R',
+      });
+      const outcome = cleaned(await run(input));
+      expect([0, 3]).toContain(qpdfCheck(outcome.bytes));
+      const images = execFileSync('pdfimages', ['-list', file(outcome.bytes)]).toString();
+      expect(images).toMatch(/\s2550\s+3300\s+gray\s/);
+    });
+
+    it('bounds streams that each stay under the expansion-ratio floor by the content ceiling', async () => {
+      const bomb = deflateSync(Buffer.alloc(8 * 1024 * 1024), { level: 9 });
+      const forms = [100, 101, 102, 103, 104];
+      const input = buildTextPdf({
+        page: `/Resources << /XObject << ${forms.map((num) => `/X${num} ${num} 0 R`).join(' ')} >> >>`,
+        objects: forms.map((num) => ({
+          num,
+          body: '<< /Type /XObject /Subtype /Form /BBox [0 0 1 1] /Filter /FlateDecode >>',
+          stream: bomb,
+        })),
+      });
+      const outcome = await run(input, 'f.pdf', { maxBytes: 32 * 1024 * 1024 });
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+      if (outcome.status === 'rejected') expect(outcome.detail).toMatch(/past the 32 MiB ceiling/);
+    });
+
+    it('rejects a stream past the expansion ratio once it decodes past 64 MiB', async () => {
+      const bomb = deflateSync(Buffer.alloc(80 * 1024 * 1024), { level: 9 });
+      const input = buildTextPdf({
+        page: '/Resources << /XObject << /X 100 0 R >> >>',
+        objects: [
+          {
+            num: 100,
+            body: '<< /Type /XObject /Subtype /Form /BBox [0 0 1 1] /Filter /FlateDecode >>',
+            stream: bomb,
+          },
+        ],
+      });
+      const outcome = await run(input);
+      expect(outcome).toMatchObject({ status: 'rejected', reason: 'file_too_large' });
+      if (outcome.status === 'rejected') {
+        expect(outcome.detail).toMatch(/a PDF stream expands \d+ times to 80 MiB/);
+      }
     });
 
     it('rejects a recursive page tree and absurd nesting as invalid_file, without hanging', async () => {

@@ -11,7 +11,7 @@ import {
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
-import { EXPANSION_RATIO_FLOOR_BYTES, formatBytes } from '../../limits.ts';
+import { assertExpansionRatio, formatBytes } from '../../limits.ts';
 import type { EngineContext } from '../types.ts';
 
 /** Filters whose data we decode and re-encode (ISO 32000-1 7.4, table 6). */
@@ -37,6 +37,17 @@ const IMAGE_FILTERS: ReadonlySet<string> = new Set([
 /** Predictor parameters carried over when a Flate/LZW layer used a predictor (7.4.4.4). */
 const PREDICTOR_KEYS = ['Predictor', 'Colors', 'BitsPerComponent', 'Columns'] as const;
 
+/** Stream dictionary keys of the filter machinery and external data, never carried over. */
+const FILTER_KEYS: readonly string[] = [
+  'Filter',
+  'DecodeParms',
+  'Length',
+  'DL',
+  'F',
+  'FFilter',
+  'FDecodeParms',
+];
+
 /** Level of the Flate re-encoding: zlib's default balance of size and speed. */
 const DEFLATE_LEVEL = 6;
 
@@ -53,18 +64,21 @@ export class StreamBudget {
     return Math.min(this.#context.limits.maxBytes, this.#context.budget.remaining) + 1;
   }
 
+  /** The rejection for a layer that decodes past {@link maxLayerBytes}. */
+  tooLarge(): Rejection {
+    return new Rejection(
+      'file_too_large',
+      `the PDF streams decode past the ${formatBytes(this.#context.limits.maxBytes)} ceiling`,
+    );
+  }
+
   /** Counts a decoded stream; rejects a flate bomb with `file_too_large`. */
   consume(encodedBytes: number, decodedBytes: number): void {
-    const ratio = decodedBytes / Math.max(1, encodedBytes);
-    if (
-      decodedBytes > EXPANSION_RATIO_FLOOR_BYTES &&
-      ratio > this.#context.limits.maxExpansionRatio
-    ) {
-      throw new Rejection(
-        'file_too_large',
-        `a PDF stream expands ${Math.round(ratio)}-fold (${formatBytes(decodedBytes)}), past the ${this.#context.limits.maxExpansionRatio}-fold limit`,
-      );
-    }
+    assertExpansionRatio(
+      { uncompressedSize: decodedBytes, compressedSize: encodedBytes },
+      this.#context.limits.maxExpansionRatio,
+      'a PDF stream',
+    );
     this.#context.budget.consume(decodedBytes, 'the PDF streams');
   }
 }
@@ -72,21 +86,26 @@ export class StreamBudget {
 const nameOf = (value: PDFObject | undefined): string | undefined =>
   value instanceof PDFName ? value.decodeText() : undefined;
 
+/** A stream's data with every filter it may lose undone (see {@link decodeFilters}). */
+interface DecodedStream {
+  readonly data: Uint8Array;
+  /** The image codec kept as the last filter, with its parameters. */
+  readonly imageFilter: string | undefined;
+  readonly imageParms: PDFObject | undefined;
+  /** The predictor of the last Flate/LZW layer, still applied to `data`. */
+  readonly predictor: PDFDict | undefined;
+}
+
 /**
- * Decodes a stream's filters and writes a new stream: decoded data re-encoded with Flate (keeping
- * a Flate/LZW predictor's parameters), image codec data kept only inside image XObjects. Only the
- * stream dictionary's own keys other than the filter machinery are kept (`/DL`, `/F*` external
- * file keys are dropped). `inspect` sees the decoded data (not called for image codec data).
- * @throws {Rejection} `invalid_file` when a filter is unknown, misplaced or its data does not
- *   decode (README "PDF": a stream we cannot decode makes the file invalid, never passes through);
- *   `file_too_large` past the size or expansion limits.
+ * Undoes a stream's filters (decryption first), counting every decoded layer against `budget`;
+ * image codec data is left encoded, a Flate/LZW predictor left applied.
+ * @throws {Rejection} as {@link rebuildStream}.
  */
-export function rebuildStream(
+function decodeFilters(
   stream: PDFRawStream,
   context: PDFContext,
   budget: StreamBudget,
-  inspect?: (decoded: Uint8Array) => void,
-): PDFRawStream {
+): DecodedStream {
   const dict = stream.dict;
   const filterValue = dict.lookup(PDFName.of('Filter'));
   const parmsValue = dict.lookup(PDFName.of('DecodeParms'));
@@ -100,8 +119,6 @@ export function rebuildStream(
   });
 
   let data: Uint8Array = stream.transform ? decrypt(stream, context) : stream.contents;
-  let imageFilter: string | undefined;
-  let imageParms: PDFObject | undefined;
   let predictor: PDFDict | undefined;
   for (const [index, name] of names.entries()) {
     const layerParms = parms[index];
@@ -112,9 +129,8 @@ export function rebuildStream(
           `a PDF stream uses the image filter ${name} outside an image XObject or not last`,
         );
       }
-      imageFilter = name;
-      imageParms = layerParms instanceof PDFDict ? layerParms : undefined;
-      break;
+      const imageParms = layerParms instanceof PDFDict ? layerParms : undefined;
+      return { data, imageFilter: name, imageParms, predictor };
     }
     if (!DECODED_FILTERS.has(name)) {
       throw new Rejection('invalid_file', `a PDF stream uses the unsupported filter ${name}`);
@@ -123,18 +139,60 @@ export function rebuildStream(
       throw new Rejection('invalid_file', 'a PDF stream applies a filter after a predictor');
     }
     const before = data.length;
-    data = decodeLayer({ name, data, parms: layerParms, maxBytes: budget.maxLayerBytes, context });
+    data = decodeLayer({ name, data, parms: layerParms, budget, context });
     budget.consume(before, data.length);
     predictor = predictorOf(layerParms, context);
   }
+  return { data, imageFilter: undefined, imageParms: undefined, predictor };
+}
 
-  if (imageFilter === undefined) inspect?.(data);
+/**
+ * A content stream's data decoded, as a stream without filters that the writer only compresses
+ * (the decoded bytes are counted once, here); undefined when its data stays encoded (image codec
+ * data) or predicted, so it cannot be read as content.
+ * @throws {Rejection} as {@link rebuildStream}.
+ */
+export function decodeContentStream(
+  stream: PDFRawStream,
+  context: PDFContext,
+  budget: StreamBudget,
+): PDFRawStream | undefined {
+  const decoded = decodeFilters(stream, context, budget);
+  if (decoded.imageFilter !== undefined || decoded.predictor !== undefined) return undefined;
+  const plain = PDFDict.withContext(context);
+  for (const [key, value] of stream.dict.entries()) {
+    if (!FILTER_KEYS.includes(key.decodeText())) plain.set(key, value);
+  }
+  return PDFRawStream.of(plain, decoded.data);
+}
+
+/**
+ * Decodes a stream's filters and writes a new stream: decoded data re-encoded with Flate (keeping
+ * a Flate/LZW predictor's parameters), image codec data kept only inside image XObjects. Only the
+ * stream dictionary's own keys other than the filter machinery are kept (`/DL`, `/F*` external
+ * file keys are dropped). `rewrite` sees the decoded data and returns what is written (not called
+ * for image codec data or data still predicted).
+ * @throws {Rejection} `invalid_file` when a filter is unknown, misplaced or its data does not
+ *   decode (README "PDF": a stream we cannot decode makes the file invalid, never passes through);
+ *   `file_too_large` past the size or expansion limits.
+ */
+export function rebuildStream(
+  stream: PDFRawStream,
+  context: PDFContext,
+  budget: StreamBudget,
+  rewrite?: (decoded: Uint8Array) => Uint8Array,
+): PDFRawStream {
+  const dict = stream.dict;
+  const decoded = decodeFilters(stream, context, budget);
+  const { imageFilter, imageParms, predictor } = decoded;
+  let data = decoded.data;
+  if (imageFilter === undefined && predictor === undefined && rewrite !== undefined) {
+    data = rewrite(data);
+  }
   const next = PDFDict.withContext(context);
   for (const [key, value] of dict.entries()) {
     const name = key.decodeText();
-    if (['Filter', 'DecodeParms', 'Length', 'DL', 'F', 'FFilter', 'FDecodeParms'].includes(name)) {
-      continue;
-    }
+    if (FILTER_KEYS.includes(name)) continue;
     next.set(key, value);
   }
   const encoded: Uint8Array =
@@ -167,17 +225,18 @@ interface Layer {
   readonly name: string;
   readonly data: Uint8Array;
   readonly parms: PDFObject | undefined;
-  readonly maxBytes: number;
+  readonly budget: StreamBudget;
   readonly context: PDFContext;
 }
 
-function decodeLayer({ name, data, parms, maxBytes, context }: Layer): Uint8Array {
+function decodeLayer({ name, data, parms, budget, context }: Layer): Uint8Array {
+  const maxBytes = budget.maxLayerBytes;
   if (name === 'FlateDecode') {
     try {
       // Z_SYNC_FLUSH: a stream cut short (damaged files, truncated downloads) yields what it holds.
       return inflateSync(data, { maxOutputLength: maxBytes, finishFlush: constants.Z_SYNC_FLUSH });
     } catch (error) {
-      if (isTooLarge(error)) throw tooLarge(maxBytes);
+      if (isTooLarge(error)) throw budget.tooLarge();
       // A bad zlib header or checksum: fall back to the tolerant decoder below, still bounded.
     }
   }
@@ -186,11 +245,11 @@ function decodeLayer({ name, data, parms, maxBytes, context }: Layer): Uint8Arra
     dict.set(PDFName.of('Filter'), PDFName.of(name));
     if (parms instanceof PDFDict) dict.set(PDFName.of('DecodeParms'), parms);
     const decoded = decodePDFRawStream(PDFRawStream.of(dict, data)).getBytes(maxBytes);
-    if (decoded.length >= maxBytes) throw tooLarge(maxBytes);
+    if (decoded.length >= maxBytes) throw budget.tooLarge();
     return Uint8Array.from(decoded);
   } catch (error) {
     if (error instanceof Rejection) throw error;
-    if (isTooLarge(error)) throw tooLarge(maxBytes);
+    if (isTooLarge(error)) throw budget.tooLarge();
     throw new Rejection('invalid_file', `a PDF stream's ${name} data does not decode`);
   }
 }
@@ -200,10 +259,6 @@ function isTooLarge(error: unknown): boolean {
     error instanceof RangeError ||
     (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
   );
-}
-
-function tooLarge(maxBytes: number): Rejection {
-  return new Rejection('file_too_large', `a PDF stream decodes past ${formatBytes(maxBytes - 1)}`);
 }
 
 function predictorOf(parms: PDFObject | undefined, context: PDFContext): PDFDict | undefined {

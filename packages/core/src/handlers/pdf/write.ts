@@ -4,7 +4,8 @@ import { PDFArray, PDFDict, PDFHexString, PDFRawStream, PDFRef } from '@cantoo/p
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
-import { assertContentSyntax } from './content.ts';
+import type { FindingTally } from '../../findings.ts';
+import { salvageContent } from './content.ts';
 import type { StreamBudget } from './streams.ts';
 import { rebuildStream } from './streams.ts';
 
@@ -18,8 +19,13 @@ export interface WriteOptions {
   /** `PDF`, or `FDF` for form data (ISO 32000-1 12.7.7.1: `%FDF-`). @default 'PDF' */
   readonly header?: 'PDF' | 'FDF';
   readonly budget: StreamBudget;
-  /** Page content streams: their decoded data is checked with {@link assertContentSyntax}. */
+  /**
+   * Page content streams: a stream damaged part-way is cut after its last complete operator
+   * ({@link salvageContent}) and counted in `findings` as `damaged-content`.
+   */
   readonly contentStreams?: ReadonlySet<PDFRef>;
+  /** Where salvaged content streams are counted. */
+  readonly findings?: FindingTally;
 }
 
 const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1');
@@ -37,7 +43,14 @@ export function writePdf({
   budget,
   header = 'PDF',
   contentStreams,
+  findings,
 }: WriteOptions): Uint8Array {
+  const salvaged = (decoded: Uint8Array): Uint8Array => {
+    const salvage = salvageContent(decoded);
+    if (salvage === undefined) return decoded;
+    findings?.add('damaged-content');
+    return salvage.data;
+  };
   const numbers = new Map<PDFRef, PDFRef>();
   objects.forEach((ref, index) => numbers.set(ref, PDFRef.of(index + 1, 0)));
   // Old and new numbers share PDFRef instances (PDFRef.of caches), so no container may be
@@ -58,8 +71,8 @@ export function writePdf({
     let object = context.lookup(ref);
     if (object === undefined) throw new TypeError('a reachable PDF object vanished');
     if (object instanceof PDFRawStream) {
-      const inspect = contentStreams?.has(ref) === true ? assertContentSyntax : undefined;
-      object = rebuildStream(object, context, budget, inspect);
+      const rewrite = contentStreams?.has(ref) === true ? salvaged : undefined;
+      object = rebuildStream(object, context, budget, rewrite);
     }
     if (object instanceof PDFHexString) object = canonicalHex(object);
     renumber(object instanceof PDFRawStream ? object.dict : object, numbers, done);

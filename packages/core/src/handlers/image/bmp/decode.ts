@@ -341,7 +341,12 @@ const PIXEL_COPIES = 4;
 
 /** Bytes of output RLE can produce per input byte: a 2-byte run of 255 RGBA pixels. */
 const RLE_MAX_EXPANSION = (255 * RGBA_BYTES) / 2;
-/** RLE expansion allowed without question: below this, decoding costs little. */
+/**
+ * RLE expansion allowed without question: below this, decoding costs little. Not the engine's
+ * expansion-ratio floor for compressed streams (64 MiB): RLE runs alone never pass the ratio, so
+ * what this catches is a header declaring a canvas its data leaves almost wholly unpainted, checked
+ * against the declaration before the canvas is allocated.
+ */
 const RLE_EXPANSION_FLOOR_BYTES = 1024 * 1024;
 
 /**

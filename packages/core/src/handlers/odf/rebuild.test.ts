@@ -12,9 +12,11 @@ import {
   buildZip,
   EICAR_TEST_FILE,
 } from '@disarm/fixtures';
+import type { ZipFixtureEntry } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { openZip, readMember } from '../../_internal/zip-reader.ts';
 import { isDisarmError } from '../../errors.ts';
 import { cleaned, findingsOf } from '../../test-support.ts';
 
@@ -38,6 +40,22 @@ async function unzipped(bytes: Uint8Array): Promise<{ listing: string[]; text: s
     .slice(2, -1);
   const text = execFileSync('unzip', ['-p', path], { encoding: 'latin1' });
   return { listing, text };
+}
+
+/** The package with the text of each XML member passed through `edit`, members kept in order. */
+async function rezipped(bytes: Uint8Array, edit: (text: string) => string): Promise<Buffer> {
+  const listing = await openZip(bytes, 100);
+  const entries: ZipFixtureEntry[] = [];
+  for (const member of listing.members) {
+    const data = await readMember(listing, member, 1 << 24, member.name);
+    entries.push({
+      name: member.name,
+      data: member.name.endsWith('.xml') ? edit(Buffer.from(data).toString('utf8')) : data,
+      compress: member.name !== 'mimetype',
+    });
+  }
+  listing.file.close();
+  return buildZip(entries);
 }
 
 describe('ODT rebuild', () => {
@@ -153,6 +171,71 @@ describe('ODT rebuild', () => {
       const { listing, text } = await unzipped(outcome.bytes);
       expect(listing.join('\n')).not.toContain('settings.xml');
       expect(text).toContain('Settings');
+    }
+  });
+
+  it.each([
+    ['OpenOffice.org 3.0-3.1 (ODF 1.1)', '1.1'],
+    ['OpenOffice.org 3.2 (ODF 1.2)', '1.2'],
+  ] as const)(
+    'rebuilds a text as %s wrote it, its manifest declaring a DOCTYPE; the rebuilt one has none',
+    async (_, odfVersion) => {
+      const input = await buildOdt({
+        texts: ['Minutes of the meeting'],
+        odfVersion,
+        manifestDoctype: true,
+        settings: true,
+      });
+      const manifest = (await unzipped(input)).text;
+      expect(manifest).toContain('"-//OpenOffice.org//DTD Manifest 1.0//EN" "Manifest.dtd">');
+      const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+      const { listing, text } = await unzipped(outcome.bytes);
+      expect(listing.map((line) => line.split(/\s+/).at(-1))).toContain('settings.xml');
+      expect(text).toContain('Minutes of the meeting');
+      expect(text).toContain(`office:version="${odfVersion}"`);
+      expect(text).not.toContain('<!DOCTYPE');
+    },
+  );
+
+  it('reads past a DOCTYPE in any stream, as OpenOffice.org 1.x wrote one in each', async () => {
+    const doctype = (root: string): string =>
+      `<!DOCTYPE ${root} PUBLIC "-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "office.dtd">`;
+    const input = await rezipped(
+      await buildOdt({ texts: ['Kept'], manifestDoctype: true, settings: true }),
+      (text) => {
+        const root = /<(office:document-[a-z]+)/.exec(text)?.[1];
+        return root === undefined ? text : text.replace('?>', `?>\n${doctype(root)}`);
+      },
+    );
+    // content.xml, meta.xml, settings.xml.
+    expect((await unzipped(input)).text.match(/\/\/DTD OfficeDocument/g)).toHaveLength(3);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    const { text } = await unzipped(outcome.bytes);
+    expect(text).toContain('Kept');
+    expect(text).not.toContain('<!DOCTYPE');
+  });
+
+  it('refuses a DOCTYPE with an internal subset in the manifest or a stream, saying so', async () => {
+    const subset =
+      '<!DOCTYPE manifest:manifest [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>';
+    for (const input of [
+      await buildOdt({ manifestDoctype: subset }),
+      await rezipped(await buildOdt(), (text) =>
+        text.includes('<office:document-content')
+          ? text.replace(
+              '?>',
+              `?>${subset.replace('manifest:manifest', 'office:document-content')}`,
+            )
+          : text,
+      ),
+    ]) {
+      expect(await disarm({ bytes: input, fileName: 'a.odt' })).toMatchObject({
+        status: 'rejected',
+        reason: 'invalid_file',
+        detail: expect.stringMatching(
+          /DOCTYPE with an internal subset, which is not allowed/,
+        ) as unknown,
+      });
     }
   });
 

@@ -1151,15 +1151,43 @@ describe('OOXML rebuild', () => {
     ).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
   });
 
-  it('refuses a DOCTYPE in any part as invalid_file (no entity is ever expanded)', async () => {
+  it('refuses a DOCTYPE with an internal subset in any part as invalid_file (no entity is ever expanded)', async () => {
     for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
       const input = await buildOfficeDocument(extension, { doctype: true });
       expect(await disarm({ bytes: input, fileName: `a.${extension}` })).toMatchObject({
         status: 'rejected',
         reason: 'invalid_file',
-        detail: expect.stringContaining('DOCTYPE') as unknown,
+        detail: expect.stringContaining('declares a DOCTYPE with an internal subset') as unknown,
       });
     }
+  });
+
+  it('reads past a DOCTYPE without an internal subset, never reading what it names', async () => {
+    // A DTD on disk that would declare an entity and default an attribute, were it read.
+    const dtd = join(dir, 'office.dtd');
+    await writeFile(
+      dtd,
+      '<!ENTITY secret "from the DTD"><!ATTLIST w:document w:conformance CDATA "strict">',
+    );
+    for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
+      const root = { docx: 'w:document', xlsx: 'workbook', pptx: 'p:presentation' }[extension];
+      const input = await buildOfficeDocument(extension, {
+        texts: ['Kept text'],
+        doctype: `<!DOCTYPE ${root} SYSTEM "file://${dtd}">`,
+      });
+      const outcome = cleaned(await disarm({ bytes: input, fileName: `a.${extension}` }));
+      const { text } = await unzipped(outcome.bytes);
+      expect(text, extension).toContain('Kept text');
+      expect(text, extension).not.toMatch(/DOCTYPE|conformance|from the DTD/);
+    }
+    const entity = await wordPackage(
+      `<!DOCTYPE w:document SYSTEM "file://${dtd}"><w:document xmlns:w="${WML_NS}"><w:body><w:p><w:r><w:t>&secret;</w:t></w:r></w:p></w:body></w:document>`,
+    );
+    expect(await disarm({ bytes: entity, fileName: 'a.docx' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: expect.stringContaining('undefined entity') as unknown,
+    });
   });
 
   it('rejects what is not a package of the claimed kind, encrypted packages and threats inside', async () => {

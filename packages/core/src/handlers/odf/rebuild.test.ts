@@ -11,6 +11,7 @@ import {
   buildWmf,
   buildZip,
   EICAR_TEST_FILE,
+  withZip64End,
 } from '@disarm/fixtures';
 import type { ZipFixtureEntry } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -213,6 +214,21 @@ describe('ODT rebuild', () => {
     const { text } = await unzipped(outcome.bytes);
     expect(text).toContain('Kept');
     expect(text).not.toContain('<!DOCTYPE');
+  });
+
+  it('reads a package whose end is in ZIP64 format (APPNOTE 4.4.1.4), and refuses one split over disks', async () => {
+    const input = withZip64End(await buildOdt({ texts: ['Kept text'] }));
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(Buffer.from(outcome.bytes.subarray(-42, -22)).readUInt32LE(0)).not.toBe(0x07064b50);
+    expect((await unzipped(outcome.bytes)).text).toContain('Kept text');
+    const split = withZip64End(await buildOdt(), { zip64: { countOnDisk: 2 } });
+    expect(await disarm({ bytes: split, fileName: 'a.odt' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: expect.stringContaining(
+        'spans several disks (2 of its 4 central-directory records',
+      ) as unknown,
+    });
   });
 
   it('refuses a DOCTYPE with an internal subset in the manifest or a stream, saying so', async () => {

@@ -18,6 +18,7 @@ import {
   OOXML_MAIN_TYPES,
   RELATIONSHIP_TYPES,
   unicodePathExtra,
+  withZip64End,
 } from '@disarm/fixtures';
 import type { OoxmlExtension, OpcPart, RawZipEntry } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -1149,6 +1150,23 @@ describe('OOXML rebuild', () => {
     expect(
       await disarm({ bytes: input, fileName: 'a.xlsm' }, { policy: { 'vba-macro': 'reject' } }),
     ).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+  });
+
+  it('reads a package whose end is in ZIP64 format (APPNOTE 4.4.1.4), and refuses one split over disks', async () => {
+    for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
+      const input = withZip64End(await buildOfficeDocument(extension, { texts: ['Kept text'] }));
+      const outcome = cleaned(await disarm({ bytes: input, fileName: `a.${extension}` }));
+      expect(Buffer.from(outcome.bytes.subarray(-42, -22)).readUInt32LE(0), extension).not.toBe(
+        0x07064b50,
+      );
+      expect((await unzipped(outcome.bytes)).text, extension).toContain('Kept text');
+    }
+    const split = withZip64End(await buildOfficeDocument('docx'), { zip64: { disk: 1 } });
+    expect(await disarm({ bytes: split, fileName: 'a.docx' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: expect.stringContaining('the archive spans several disks (this is disk 1') as unknown,
+    });
   });
 
   it('refuses a DOCTYPE with an internal subset in any part as invalid_file (no entity is ever expanded)', async () => {

@@ -211,7 +211,9 @@ describe('ODT rebuild', () => {
     // content.xml, meta.xml, settings.xml.
     expect((await unzipped(input)).text.match(/\/\/DTD OfficeDocument/g)).toHaveLength(3);
     const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
-    const { text } = await unzipped(outcome.bytes);
+    const { listing, text } = await unzipped(outcome.bytes);
+    // settings.xml was read, not left out as unreadable.
+    expect(listing.map((line) => line.split(/\s+/).at(-1))).toContain('settings.xml');
     expect(text).toContain('Kept');
     expect(text).not.toContain('<!DOCTYPE');
   });

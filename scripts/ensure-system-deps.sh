@@ -7,6 +7,7 @@ set -euo pipefail
 # itself needs none (sharp ships libvips); these are the independent tools the tests use.
 REQUIRED=(
   unzip:unzip
+  zip:zip
   chromium:chromium
   qpdf:qpdf
   libimage-exiftool-perl:exiftool

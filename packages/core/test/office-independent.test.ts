@@ -16,6 +16,7 @@ import {
   buildImage,
   buildOdt,
   buildOfficeDocument,
+  withZip64End,
 } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -27,7 +28,7 @@ const REPO = resolve(import.meta.dirname, '..', '..', '..');
 const PREVIEWS = new Set(['ole-preview.docx', 'ole-replacement.odt', 'ole-preview-slide.pptx']);
 
 /** Inputs with nothing active in them, there for fidelity: the rest must be flagged. */
-const BENIGN = new Set(['pivot.xlsx', 'lo-pivot.xlsx']);
+const BENIGN = new Set(['pivot.xlsx', 'lo-pivot.xlsx', 'ooo31.odt', 'ooo32.odt', 'doctype.docx']);
 
 let dir: string;
 const cases: { name: string; input: Uint8Array; output: Uint8Array }[] = [];
@@ -104,6 +105,17 @@ beforeAll(async () => {
     [
       'ole-show.ppsx',
       await buildOfficeDocument('ppsx', { texts, externalOle: 'https://attacker.example/x' }),
+    ],
+    // As OpenOffice.org 3.0-3.1 and 3.2 wrote them: ODF 1.1 and 1.2, the manifest declaring
+    // the DOCTYPE OpenOffice.org wrote.
+    ['ooo31.odt', await buildOdt({ texts, odfVersion: '1.1', manifestDoctype: true })],
+    ['ooo32.odt', await buildOdt({ texts, odfVersion: '1.2', manifestDoctype: true })],
+    [
+      'doctype.docx',
+      await buildOfficeDocument('docx', {
+        texts,
+        doctype: '<!DOCTYPE w:document SYSTEM "word.dtd">',
+      }),
     ],
     ['basic.odt', await buildOdt({ texts, basic: true, scripts: true, image: png })],
     ['settings.odt', await buildOdt({ texts, settings: true })],
@@ -254,6 +266,40 @@ describe('Office and ODT outputs, as independent readers see them', () => {
       expect(members, name).toMatch(/^xl\/pivotCache\/pivotCacheDefinition1\.xml$/m);
     }
   });
+
+  it('LibreOffice opens a package rebuilt from one whose zip end is in ZIP64 format', async () => {
+    // LibreOffice 7.4 opens no package with a ZIP64 end record; the rebuilt one is a plain zip.
+    const folder = join(dir, 'zip64');
+    await mkdir(folder, { recursive: true });
+    const texts = ['Quarterly numbers are up', 'Second paragraph'];
+    const inputs = {
+      'word.docx': await buildOfficeDocument('docx', { texts }),
+      'word-zip64.docx': withZip64End(await buildOfficeDocument('docx', { texts })),
+      'text.odt': await buildOdt({ texts }),
+      'text-zip64.odt': withZip64End(await buildOdt({ texts })),
+    };
+    for (const [name, input] of Object.entries(inputs)) {
+      const outcome = await disarm({ bytes: input, fileName: name });
+      if (outcome.status !== 'cleaned') throw new Error(`${name}: ${outcome.reason}`);
+      await writeFile(join(folder, name), outcome.bytes);
+    }
+    libreOfficeConvert(
+      'pdf',
+      folder,
+      Object.keys(inputs).map((name) => join(folder, name)),
+    );
+    const text = (name: string): string =>
+      execFileSync('pdftotext', [join(folder, name.replace(/\.[^.]+$/, '.pdf')), '-'], {
+        encoding: 'utf8',
+      })
+        .replace(/\s+/g, ' ')
+        .trim();
+    for (const name of ['word.docx', 'text.odt']) {
+      const zip64 = name.replace('.', '-zip64.');
+      expect(text(zip64), zip64).toBe(text(name));
+      expect(text(zip64), zip64).toBe('Quarterly numbers are up Second paragraph');
+    }
+  }, 300_000);
 
   it('ClamAV flags every active input and no output', () => {
     const inputs = clamscanVerdicts(join(dir, 'in'), join(dir, 'disarm.ndb'));

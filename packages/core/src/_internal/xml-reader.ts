@@ -84,6 +84,11 @@ const XML_DECLARATION = new RegExp(
     `(?:${S}+standalone${S}*=${S}*(?:"(?:yes|no)"|'(?:yes|no)'))?${S}*\\?>`,
   'y',
 );
+/** XML 1.0 §2.3 [11]: a system literal, any characters but its quote (checked as characters). */
+const SYSTEM_LITERAL = /"[^"]*"|'[^']*'/y;
+/** XML 1.0 §2.3 [12]-[13]: a public identifier, of its few characters only. */
+const PUBID_LITERAL =
+  /"[- \r\na-zA-Z0-9'()+,./:=?;!*#@$_%]*"|'[- \r\na-zA-Z0-9()+,./:=?;!*#@$_%]*'/y;
 // eslint-disable-next-line no-control-regex -- the controls XML 1.0 §2.2 [2] leaves out
 const NOT_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
 const ATTRIBUTE_WHITE_SPACE = /\r\n|[\t\n\r]/g;
@@ -197,9 +202,10 @@ interface Binding {
  * The XML reader of the rebuild: a strict, non-validating reader of a whole part held as a
  * string, reporting elements (namespaces resolved, as Namespaces in XML 1.0 defines them) and
  * character data to a walker. It reads only what OOXML and ODF parts are made of and refuses the
- * rest as not well-formed: a document type declaration is refused outright (the documented rule,
- * and where entity expansion and external entities live), so only the five predefined entities
- * and character references exist, and nothing is ever fetched or expanded. Checked as it reads:
+ * rest as not well-formed. A document type declaration is read past only when it has no internal
+ * subset (see `#doctype`): its external identifier is never fetched, so only the five predefined
+ * entities and character references exist, nothing is expanded, and no attribute gets a default;
+ * an internal subset or an entity declaration is refused. Checked as it reads:
  * names (XML 1.0 §2.3), characters (§2.2), references, `]]>` in text, comments
  * (§2.5), processing instructions (§2.6, `xml` only as the declaration, version 1.0), CDATA
  * (§2.7), one root and only white space, comments and instructions around it, matching end
@@ -239,6 +245,7 @@ export class XmlReader {
   #position = 0;
   #elements = 0;
   #sawRoot = false;
+  #sawDoctype = false;
   /** Character data gathered since the last tag. */
   #text = '';
 
@@ -256,9 +263,9 @@ export class XmlReader {
   /**
    * Reads on until at least `units` more UTF-16 units are read (a markup construct is read
    * whole) or the part ends; at the end, checks that the document is complete.
-   * @throws {Rejection} `invalid_file` when the part is not well-formed, declares a DOCTYPE,
-   *   holds more than {@link MAX_XML_ELEMENTS} elements or nests them deeper than
-   *   {@link MAX_XML_DEPTH}; or what the walker throws.
+   * @throws {Rejection} `invalid_file` when the part is not well-formed, declares a DOCTYPE with
+   *   an internal subset, holds more than {@link MAX_XML_ELEMENTS} elements or nests them deeper
+   *   than {@link MAX_XML_DEPTH}; or what the walker throws.
    */
   read(units = Number.POSITIVE_INFINITY): void {
     const source = this.#source;
@@ -296,7 +303,7 @@ export class XmlReader {
    * Where the qualified name (Namespaces in XML 1.0 §4 [7]: NCName, or NCName `:` NCName)
    * starting at `at` ends.
    */
-  #qNameEnd(at: number, what: 'start tag' | 'attribute'): number {
+  #qNameEnd(at: number, what: 'start tag' | 'attribute' | 'document type declaration'): number {
     const source = this.#source;
     const end = ncNameEnd(source, at);
     if (end === at) this.#fail(`malformed ${what}`);
@@ -554,7 +561,7 @@ export class XmlReader {
     if (element) this.#walker.close?.(element);
   }
 
-  /** `<!`: a comment, a CDATA section, or a DOCTYPE (refused). */
+  /** `<!`: a comment, a CDATA section, or a document type declaration. */
   #bang(): void {
     const source = this.#source;
     const at = this.#position;
@@ -575,10 +582,63 @@ export class XmlReader {
       this.#text += data.includes('\r') ? data.replace(LINE_END, '\n') : data;
       this.#position = end + 3;
     } else if (source.startsWith('<!DOCTYPE', at)) {
-      throw new Rejection('invalid_file', `${this.#what} declares a DOCTYPE, which is not allowed`);
+      this.#doctype();
+    } else if (source.startsWith('<!ENTITY', at)) {
+      throw new Rejection('invalid_file', `${this.#what} declares an entity, which is not allowed`);
     } else {
       this.#fail('malformed markup declaration');
     }
+  }
+
+  /**
+   * XML 1.0 §2.8 [28], [75], [11]-[13]: `<!DOCTYPE` S Name (S ExternalID)? S? `>`, in the prolog
+   * only, at most once. OpenOffice.org wrote one into its manifest and other parts
+   * (`PUBLIC "-//OpenOffice.org//DTD Manifest 1.0//EN" "Manifest.dtd"`), so one without an
+   * internal subset is read past: its external identifier is never fetched or read, so it can
+   * neither declare entities nor default attributes, and the part reads exactly as without it.
+   * An internal subset (`[`), where entities and attribute defaults would be declared, is
+   * refused.
+   */
+  #doctype(): void {
+    const source = this.#source;
+    if (this.#sawRoot) this.#fail('a document type declaration after the root element starts');
+    if (this.#sawDoctype) this.#fail('more than one document type declaration');
+    this.#sawDoctype = true;
+    let at = this.#position + 9;
+    let spaced = skipWhiteSpace(source, at);
+    if (spaced === at) this.#fail('malformed document type declaration: no space before its name');
+    // Namespaces in XML 1.0 §7: the name is a QName.
+    at = this.#qNameEnd(spaced, 'document type declaration');
+    spaced = skipWhiteSpace(source, at);
+    if (spaced > at) {
+      at = spaced;
+      if (source.startsWith('SYSTEM', at)) {
+        at = this.#literal(at + 6, SYSTEM_LITERAL);
+      } else if (source.startsWith('PUBLIC', at)) {
+        at = this.#literal(at + 6, PUBID_LITERAL);
+        at = this.#literal(at, SYSTEM_LITERAL);
+      }
+      at = skipWhiteSpace(source, at);
+    }
+    if (source.charCodeAt(at) === 0x5b /* [ */) {
+      throw new Rejection(
+        'invalid_file',
+        `${this.#what} declares a DOCTYPE with an internal subset, which is not allowed (entity and attribute declarations are never read)`,
+      );
+    }
+    if (source.charCodeAt(at) !== 0x3e /* > */) this.#fail('malformed document type declaration');
+    this.#position = at + 1;
+  }
+
+  /** White space, then a literal `pattern` matches (quotes included); where the literal ends. */
+  #literal(at: number, pattern: RegExp): number {
+    const spaced = skipWhiteSpace(this.#source, at);
+    pattern.lastIndex = spaced;
+    if (spaced === at || !pattern.test(this.#source)) {
+      this.#fail('malformed external identifier in the document type declaration');
+    }
+    this.#checkCharacters(this.#source.slice(spaced, pattern.lastIndex));
+    return pattern.lastIndex;
   }
 
   /** XML 1.0 §2.6 [16]; Namespaces in XML 1.0 §7: a target is an NCName (no colon). */

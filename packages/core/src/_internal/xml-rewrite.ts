@@ -76,10 +76,11 @@ const SLICE_UNITS = 16 * 1024;
 
 /**
  * Walks a part's elements and text with the rebuild's {@link XmlReader}. A document type
- * declaration makes the part `invalid_file` (the documented rule: OOXML and ODF parts never need
- * one, and entity expansion and external entities live there), so no entity but the predefined
- * ones exists and nothing is fetched. Comments and processing instructions are not reported.
- * @throws {Rejection} `invalid_file` for malformed XML or a DOCTYPE; `file_too_large` past
+ * declaration with an internal subset makes the part `invalid_file` (entity expansion and
+ * attribute defaults live there); one without is read past and never fetched, so no entity but
+ * the predefined ones exists. Comments and processing instructions are not reported.
+ * @throws {Rejection} `invalid_file` for malformed XML or a DOCTYPE with an internal subset;
+ *   `file_too_large` past
  *   {@link MAX_XML_PART_BYTES}.
  */
 export function walkXml(bytes: Uint8Array, what: string, walker: XmlWalker): void {
@@ -106,8 +107,8 @@ export async function walkXmlPaced(
 /**
  * A walk over a part that arrives in chunks, with saxes: each chunk is decoded and parsed as it
  * comes, so a part can be checked while it is still being written. This is the verify step's
- * reader, independent of the rebuild's {@link XmlReader}: a DOCTYPE or malformed XML is
- * `invalid_file` here too.
+ * reader, independent of the rebuild's {@link XmlReader}: malformed XML or a DOCTYPE with an
+ * internal subset is `invalid_file` here too.
  */
 export class XmlChunkWalk {
   readonly #what: string;
@@ -170,11 +171,15 @@ class SaxesWalk {
     const keyOf = elementKeys();
     const stack: XmlElementNode[] = [];
     let count = 0;
-    parser.on('doctype', () => {
-      this.#failure ??= new Rejection(
-        'invalid_file',
-        `${what} declares a DOCTYPE, which is not allowed`,
-      );
+    // The rebuild's rule (see `XmlReader`): a DOCTYPE without an internal subset is read past,
+    // never fetched; saxes declares no entity from one and gives no attribute a default.
+    parser.on('doctype', (doctype: string) => {
+      if (hasInternalSubset(doctype)) {
+        this.#failure ??= new Rejection(
+          'invalid_file',
+          `${what} declares a DOCTYPE with an internal subset, which is not allowed (entity and attribute declarations are never read)`,
+        );
+      }
     });
     parser.on('opentag', (tag: SaxesTagNS) => {
       if (this.#failure) return;
@@ -237,6 +242,21 @@ class SaxesWalk {
     }
     if (this.#failure) throw this.#failure;
   }
+}
+
+/** Whether a DOCTYPE's text (as saxes reports it) opens an internal subset: `[` outside quotes. */
+function hasInternalSubset(doctype: string): boolean {
+  let quote = '';
+  for (const c of doctype) {
+    if (quote !== '') {
+      if (c === quote) quote = '';
+    } else if (c === '"' || c === "'") {
+      quote = c;
+    } else if (c === '[') {
+      return true;
+    }
+  }
+  return false;
 }
 
 const NO_ATTRIBUTES: readonly XmlAttributeNode[] = Object.freeze([]);
@@ -400,7 +420,7 @@ class Utf8Output {
 /**
  * Re-serialises a part (its {@link partText}) from parser events: UTF-8, a fresh XML
  * declaration, namespaces and attributes as written, no comments, no processing instructions, no
- * DOCTYPE (refused, see {@link walkXml}). Each element passes through `rules.element`. The part
+ * DOCTYPE (see {@link walkXml}). Each element passes through `rules.element`. The part
  * is parsed in slices with `pace` between them and its output handed on in chunks as it is made,
  * so the zip writer deflates the start of a long part while the rest is rewritten. A rejection
  * can come after chunks were handed on: a consumer that must not see part of a refused part

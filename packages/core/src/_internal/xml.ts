@@ -29,10 +29,11 @@ export const MAX_XML_PART_BYTES = 64 * 1024 * 1024;
 
 /**
  * Reads a well-formed XML document with the rebuild's {@link XmlReader} and reports every element
- * start. A document type declaration is refused outright: OOXML and ODF packages never need one
- * and it is where entity-expansion ("billion laughs") and external-entity attacks live; the
- * reader expands and fetches nothing.
- * @throws {Rejection} `invalid_file` for malformed XML, a DOCTYPE, or more than `maxElements`.
+ * start. A document type declaration with an internal subset is refused: that is where
+ * entity-expansion ("billion laughs") attacks live; one without (as OpenOffice.org wrote) is read
+ * past, and the reader expands and fetches nothing.
+ * @throws {Rejection} `invalid_file` for malformed XML, a DOCTYPE with an internal subset, or more
+ *   than `maxElements`.
  */
 export function scanXmlStartTags(
   bytes: Uint8Array,

@@ -6,7 +6,7 @@ import type { Entry, ZipFile } from 'yauzl';
 
 import { asBuffer } from './bytes.ts';
 import { Rejection } from './rejection.ts';
-import { endRecords } from './zip-walk.ts';
+import { endRecords, readZipEnd } from './zip-walk.ts';
 
 /** One central-directory record, with what the engine decides on already decoded. */
 export interface ZipMember {
@@ -80,13 +80,18 @@ export async function openZip(input: Uint8Array, maxEntries: number): Promise<Zi
     // finds the end record but holds its comment length to the rest of the file. Info-ZIP,
     // Office and LibreOffice read such an archive; it is read without the tail.
     const end = error instanceof Error && /comment length/i.test(error.message) ? endOf(input) : 0;
-    if (end <= 0 || end >= input.length) throw toZipRejection(error);
+    if (end <= 0 || end >= input.length) throw endRejection(input) ?? toZipRejection(error);
     bytes = input.subarray(0, end);
     return fromBuffer(bytes).catch((retry: unknown) => {
       throw toZipRejection(retry);
     });
   });
   try {
+    // yauzl reads the ZIP64 end record whenever a locator precedes the end record, but holds
+    // neither the end record's other fields nor the locator to one disk; the same reading as the
+    // strict walk's does (APPNOTE 4.4.1.4).
+    const rejection = endRejection(bytes);
+    if (rejection) throw rejection;
     if (file.entryCount > maxEntries) {
       throw new Rejection(
         'policy_violation',
@@ -105,6 +110,18 @@ export async function openZip(input: Uint8Array, maxEntries: number): Promise<Zi
     file.close();
     throw error;
   }
+}
+
+/**
+ * The end records' problem (see `readZipEnd`), if any: yauzl reads the ZIP64 end record whenever a
+ * locator precedes the end record, but holds neither the end record's other fields nor the
+ * locator to one disk, and says less when it refuses one.
+ */
+function endRejection(bytes: Uint8Array): Rejection | undefined {
+  const end = readZipEnd(bytes);
+  return end.ok
+    ? undefined
+    : new Rejection('invalid_file', `the archive is corrupt: ${end.problem}`);
 }
 
 function fromBuffer(bytes: Uint8Array): Promise<ZipFile> {

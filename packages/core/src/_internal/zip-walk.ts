@@ -49,6 +49,8 @@ const ZIP64_LOCATOR = 0x07064b50;
 const DATA_DESCRIPTOR = 0x08074b50;
 const END_RECORD_BYTES = 22;
 const ZIP64_LOCATOR_BYTES = 20;
+/** APPNOTE 4.3.14: the ZIP64 end record up to its extensible data sector. */
+const ZIP64_END_RECORD_BYTES = 56;
 const CENTRAL_HEADER_BYTES = 46;
 const LOCAL_HEADER_BYTES = 30;
 const MAX_COMMENT_BYTES = 0xffff;
@@ -81,23 +83,7 @@ export function walkZip(bytes: Uint8Array): ZipWalk {
 }
 
 function walk(bytes: Uint8Array): WalkedZip {
-  const end = findEndRecord(bytes);
-  const commentBytes = u16le(bytes, end + 20);
-  if (u16le(bytes, end + 4) !== 0 || u16le(bytes, end + 6) !== 0) {
-    fail('the archive spans several disks');
-  }
-  let count = u16le(bytes, end + 10);
-  let centralSize = u32le(bytes, end + 12);
-  let centralStart = u32le(bytes, end + 16);
-  if (u16le(bytes, end + 8) !== count) fail('the end record disagrees with itself on the count');
-  let centralEnd = end;
-  if (count === 0xffff || centralSize === 0xffffffff || centralStart === 0xffffffff) {
-    const zip64 = readZip64End(bytes, end);
-    count = zip64.count;
-    centralSize = zip64.centralSize;
-    centralStart = zip64.centralStart;
-    centralEnd = zip64.recordStart;
-  }
+  const { count, centralStart, centralSize, centralEnd, commentBytes } = readEnd(bytes);
   if (centralStart + centralSize !== centralEnd) {
     fail('the central directory does not end where the end record begins');
   }
@@ -144,30 +130,143 @@ function findEndRecord(bytes: Uint8Array): number {
   );
 }
 
-/** APPNOTE 4.3.14-4.3.15: the ZIP64 end record and its locator just before the end record. */
-function readZip64End(
+/** Where the central directory is, as the end records (APPNOTE 4.3.14-4.3.16) say. */
+export interface ZipEnd {
+  /** Central-directory records. */
+  readonly count: number;
+  /** First byte of the central directory. */
+  readonly centralStart: number;
+  /** Bytes of the central directory, as the end records state it. */
+  readonly centralSize: number;
+  /** Where the central directory ends: the ZIP64 end record, or else the end record. */
+  readonly centralEnd: number;
+  /** Length of the archive comment. */
+  readonly commentBytes: number;
+}
+
+/**
+ * Reads the end of central directory record that ends `bytes` and, when a ZIP64 locator precedes
+ * it, the ZIP64 end record, and holds them to one archive on one disk. APPNOTE 4.4.1.4: a field of
+ * the end record that holds its maximum (0xFFFF, 0xFFFFFFFF) defers to the ZIP64 end record, any
+ * other must say what the ZIP64 record says; disk numbers, the locator's count of disks and the
+ * records on this disk must all describe a single disk (the engine reads no split archive).
+ */
+export function readZipEnd(
   bytes: Uint8Array,
-  end: number,
-): { count: number; centralSize: number; centralStart: number; recordStart: number } {
+): { readonly ok: true; readonly end: ZipEnd } | { readonly ok: false; readonly problem: string } {
+  try {
+    return { ok: true, end: readEnd(bytes) };
+  } catch (error) {
+    if (error instanceof Problem) return { ok: false, problem: error.message };
+    throw error;
+  }
+}
+
+/** The end record's fields (APPNOTE 4.3.16) or the ZIP64 end record's (4.3.14), widened. */
+interface EndFields {
+  readonly disk: number;
+  readonly centralDisk: number;
+  readonly countOnDisk: number;
+  readonly count: number;
+  readonly centralSize: number;
+  readonly centralStart: number;
+}
+
+const FIELD_WORDS: Readonly<Record<keyof EndFields, string>> = {
+  disk: 'the number of this disk',
+  centralDisk: 'the disk the central directory starts on',
+  countOnDisk: 'the records on this disk',
+  count: 'the number of records',
+  centralSize: 'the size of the central directory',
+  centralStart: 'where the central directory starts',
+};
+
+function readEnd(bytes: Uint8Array): ZipEnd {
+  const end = findEndRecord(bytes);
+  const fields: EndFields = {
+    disk: u16le(bytes, end + 4),
+    centralDisk: u16le(bytes, end + 6),
+    countOnDisk: u16le(bytes, end + 8),
+    count: u16le(bytes, end + 10),
+    centralSize: u32le(bytes, end + 12),
+    centralStart: u32le(bytes, end + 16),
+  };
+  const commentBytes = u16le(bytes, end + 20);
   const locator = end - ZIP64_LOCATOR_BYTES;
-  if (locator < 0 || u32le(bytes, locator) !== ZIP64_LOCATOR) {
+  let read = fields;
+  let centralEnd = end;
+  if (locator >= 0 && u32le(bytes, locator) === ZIP64_LOCATOR) {
+    const zip64 = readZip64End(bytes, locator);
+    for (const key of Object.keys(FIELD_WORDS) as (keyof EndFields)[]) {
+      // APPNOTE 4.4.1.4: the maximum defers to the ZIP64 record; a value that fits must agree.
+      const max = key === 'centralSize' || key === 'centralStart' ? 0xffffffff : 0xffff;
+      if (fields[key] !== max && fields[key] !== zip64.fields[key]) {
+        fail(`the end record and the ZIP64 end record disagree on ${FIELD_WORDS[key]}`);
+      }
+    }
+    read = zip64.fields;
+    centralEnd = zip64.recordStart;
+  } else if (
+    fields.disk === 0xffff ||
+    fields.centralDisk === 0xffff ||
+    fields.countOnDisk === 0xffff ||
+    fields.count === 0xffff ||
+    fields.centralSize === 0xffffffff ||
+    fields.centralStart === 0xffffffff
+  ) {
     fail('the end record needs a ZIP64 end record, and there is none');
   }
+  if (read.disk !== 0 || read.centralDisk !== 0) {
+    fail(
+      `the archive spans several disks (this is disk ${read.disk}, the central directory starts on disk ${read.centralDisk})`,
+    );
+  }
+  if (read.countOnDisk !== read.count) {
+    fail(
+      `the archive spans several disks (${read.countOnDisk} of its ${read.count} central-directory records are on this disk)`,
+    );
+  }
+  return {
+    count: read.count,
+    centralStart: read.centralStart,
+    centralSize: read.centralSize,
+    centralEnd,
+    commentBytes,
+  };
+}
+
+/** APPNOTE 4.3.14-4.3.15: the ZIP64 end record the locator at `locator` points at. */
+function readZip64End(
+  bytes: Uint8Array,
+  locator: number,
+): { readonly fields: EndFields; readonly recordStart: number } {
+  const recordDisk = u32le(bytes, locator + 4);
+  // A single-disk archive is one disk of one; minizip wrote 0 here before 2018 (minizip-ng #234).
+  const disks = u32le(bytes, locator + 16);
+  if (recordDisk !== 0 || disks > 1) {
+    fail(
+      `the archive spans several disks (its ZIP64 locator counts ${disks} disks and puts the ZIP64 end record on disk ${recordDisk})`,
+    );
+  }
   const recordStart = u64le(bytes, locator + 8);
-  if (recordStart + 56 > locator || u32le(bytes, recordStart) !== ZIP64_END_RECORD) {
+  if (
+    recordStart + ZIP64_END_RECORD_BYTES > locator ||
+    u32le(bytes, recordStart) !== ZIP64_END_RECORD
+  ) {
     fail('the ZIP64 locator does not point at a ZIP64 end record');
   }
   if (recordStart + 12 + u64le(bytes, recordStart + 4) !== locator) {
     fail('the ZIP64 end record does not end at its locator');
   }
-  const count = u64le(bytes, recordStart + 32);
-  if (u64le(bytes, recordStart + 24) !== count) {
-    fail('the ZIP64 end record disagrees with itself on the count');
-  }
   return {
-    count,
-    centralSize: u64le(bytes, recordStart + 40),
-    centralStart: u64le(bytes, recordStart + 48),
+    fields: {
+      disk: u32le(bytes, recordStart + 16),
+      centralDisk: u32le(bytes, recordStart + 20),
+      countOnDisk: u64le(bytes, recordStart + 24),
+      count: u64le(bytes, recordStart + 32),
+      centralSize: u64le(bytes, recordStart + 40),
+      centralStart: u64le(bytes, recordStart + 48),
+    },
     recordStart,
   };
 }

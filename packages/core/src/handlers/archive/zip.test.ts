@@ -7,9 +7,10 @@ import {
   deflateBomb,
   EICAR_TEST_FILE,
   TEXT_FIXTURES,
+  withZip64End,
 } from '@disarm/fixtures';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -119,6 +120,49 @@ describe('zip rebuild', () => {
     const report = execFileSync('unzip', ['-t', path], { encoding: 'utf8' });
     expect(report).toMatch(/No errors detected/);
     expect(report.match(/^\s+testing: .*\bOK$/gm)).toHaveLength(3);
+  });
+
+  it('rebuilds archives whose end is written in ZIP64 format into a plain zip unzip tests clean', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'disarm-zip64-'));
+    const pictures = {
+      'a.png': await buildImage('png'),
+      'b.png': await buildImage('png', { width: 9 }),
+    };
+    for (const [name, data] of Object.entries(pictures)) writeFileSync(join(folder, name), data);
+    // Info-ZIP's `zip -fz`, and every end record field at its maximum (APPNOTE 4.4.1.4).
+    execFileSync('zip', ['-q', '-fz', 'info-zip.zip', 'a.png', 'b.png'], { cwd: folder });
+    const inputs = [
+      readFileSync(join(folder, 'info-zip.zip')),
+      withZip64End(
+        await buildZip(Object.entries(pictures).map(([name, data]) => ({ name, data }))),
+      ),
+    ];
+    for (const input of inputs) {
+      const outcome = cleaned(await run(input));
+      expect((await listZip(outcome.bytes)).entries.map((entry) => entry.name)).toEqual([
+        'a.png',
+        'b.png',
+      ]);
+      const path = join(folder, 'out.zip');
+      writeFileSync(path, outcome.bytes);
+      expect(execFileSync('unzip', ['-t', path], { encoding: 'utf8' })).toMatch(
+        /No errors detected/,
+      );
+      // No ZIP64 end record or locator: a plain end record ends the output.
+      expect(Buffer.from(outcome.bytes.subarray(-42, -22)).readUInt32LE(0)).not.toBe(0x07064b50);
+      expect(Buffer.from(outcome.bytes.subarray(-22)).readUInt32LE(16)).toBeLessThan(0xffffffff);
+    }
+  });
+
+  it('refuses an archive split over disks, saying which disk says so', async () => {
+    const input = withZip64End(await buildZip([{ name: 'a.png', data: await buildImage('png') }]), {
+      locator: { disks: 3 },
+    });
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(
+      /spans several disks \(its ZIP64 locator counts 3 disks/,
+    );
   });
 
   it('rejects a submitted archive without files as invalid_file, and keeps an empty one inside', async () => {

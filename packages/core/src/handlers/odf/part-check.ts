@@ -28,7 +28,8 @@ import {
  * One stream checked as its bytes come; its report lists the package paths it links (path -> the
  * link as written).
  * @throws {VerifyFailure} from `write` or `end`: `odf.xml-parse` when the stream is not
- *   well-formed or declares a DOCTYPE, `odf.active-content` for what may not be there.
+ *   well-formed or declares a DOCTYPE with an internal subset, `odf.active-content` for what may
+ *   not be there.
  */
 export class OdfStreamCheck extends WalkedPartCheck {
   constructor(name: string) {

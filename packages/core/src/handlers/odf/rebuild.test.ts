@@ -11,10 +11,13 @@ import {
   buildWmf,
   buildZip,
   EICAR_TEST_FILE,
+  withZip64End,
 } from '@disarm/fixtures';
+import type { ZipFixtureEntry } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { openZip, readMember } from '../../_internal/zip-reader.ts';
 import { encodeBmp } from '../image/bmp/encode.ts';
 import { isDisarmError } from '../../errors.ts';
 import { cleaned, findingsOf } from '../../test-support.ts';
@@ -43,6 +46,22 @@ async function unzipped(
     .slice(2, -1);
   const text = execFileSync('unzip', ['-p', path, ...members], { encoding: 'latin1' });
   return { listing, text };
+}
+
+/** The package with the text of each XML member passed through `edit`, members kept in order. */
+async function rezipped(bytes: Uint8Array, edit: (text: string) => string): Promise<Buffer> {
+  const listing = await openZip(bytes, 100);
+  const entries: ZipFixtureEntry[] = [];
+  for (const member of listing.members) {
+    const data = await readMember(listing, member, 1 << 24, member.name);
+    entries.push({
+      name: member.name,
+      data: member.name.endsWith('.xml') ? edit(Buffer.from(data).toString('utf8')) : data,
+      compress: member.name !== 'mimetype',
+    });
+  }
+  listing.file.close();
+  return buildZip(entries);
 }
 
 describe('ODT rebuild', () => {
@@ -158,6 +177,88 @@ describe('ODT rebuild', () => {
       const { listing, text } = await unzipped(outcome.bytes);
       expect(listing.join('\n')).not.toContain('settings.xml');
       expect(text).toContain('Settings');
+    }
+  });
+
+  it.each([
+    ['OpenOffice.org 3.0-3.1 (ODF 1.1)', '1.1'],
+    ['OpenOffice.org 3.2 (ODF 1.2)', '1.2'],
+  ] as const)(
+    'rebuilds a text as %s wrote it, its manifest declaring a DOCTYPE; the rebuilt one has none',
+    async (_, odfVersion) => {
+      const input = await buildOdt({
+        texts: ['Minutes of the meeting'],
+        odfVersion,
+        manifestDoctype: true,
+        settings: true,
+      });
+      const manifest = (await unzipped(input)).text;
+      expect(manifest).toContain('"-//OpenOffice.org//DTD Manifest 1.0//EN" "Manifest.dtd">');
+      const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+      const { listing, text } = await unzipped(outcome.bytes);
+      expect(listing.map((line) => line.split(/\s+/).at(-1))).toContain('settings.xml');
+      expect(text).toContain('Minutes of the meeting');
+      expect(text).toContain(`office:version="${odfVersion}"`);
+      expect(text).not.toContain('<!DOCTYPE');
+    },
+  );
+
+  it('reads past a DOCTYPE in any stream, as OpenOffice.org 1.x wrote one in each', async () => {
+    const doctype = (root: string): string =>
+      `<!DOCTYPE ${root} PUBLIC "-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "office.dtd">`;
+    const input = await rezipped(
+      await buildOdt({ texts: ['Kept'], manifestDoctype: true, settings: true }),
+      (text) => {
+        const root = /<(office:document-[a-z]+)/.exec(text)?.[1];
+        return root === undefined ? text : text.replace('?>', `?>\n${doctype(root)}`);
+      },
+    );
+    // content.xml, meta.xml, settings.xml.
+    expect((await unzipped(input)).text.match(/\/\/DTD OfficeDocument/g)).toHaveLength(3);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    const { listing, text } = await unzipped(outcome.bytes);
+    // settings.xml was read, not left out as unreadable.
+    expect(listing.map((line) => line.split(/\s+/).at(-1))).toContain('settings.xml');
+    expect(text).toContain('Kept');
+    expect(text).not.toContain('<!DOCTYPE');
+  });
+
+  it('reads a package whose end is in ZIP64 format (APPNOTE 4.4.1.4), and refuses one split over disks', async () => {
+    const input = withZip64End(await buildOdt({ texts: ['Kept text'] }));
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(Buffer.from(outcome.bytes.subarray(-42, -22)).readUInt32LE(0)).not.toBe(0x07064b50);
+    expect((await unzipped(outcome.bytes)).text).toContain('Kept text');
+    const split = withZip64End(await buildOdt(), { zip64: { countOnDisk: 2 } });
+    expect(await disarm({ bytes: split, fileName: 'a.odt' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: expect.stringContaining(
+        'spans several disks (2 of its 4 central-directory records',
+      ) as unknown,
+    });
+  });
+
+  it('refuses a DOCTYPE with an internal subset in the manifest or a stream, saying so', async () => {
+    const subset =
+      '<!DOCTYPE manifest:manifest [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>';
+    for (const input of [
+      await buildOdt({ manifestDoctype: subset }),
+      await rezipped(await buildOdt(), (text) =>
+        text.includes('<office:document-content')
+          ? text.replace(
+              '?>',
+              `?>${subset.replace('manifest:manifest', 'office:document-content')}`,
+            )
+          : text,
+      ),
+    ]) {
+      expect(await disarm({ bytes: input, fileName: 'a.odt' })).toMatchObject({
+        status: 'rejected',
+        reason: 'invalid_file',
+        detail: expect.stringMatching(
+          /DOCTYPE with an internal subset, which is not allowed/,
+        ) as unknown,
+      });
     }
   });
 

@@ -286,7 +286,7 @@ async function rebuildPackage(
 
 /**
  * The kept configuration items of `settings.xml`, or none when the stream does not read as XML
- * (too large, malformed, a DOCTYPE): it only tunes the layout, so the document goes on without
+ * (too large, malformed, a DOCTYPE with an internal subset): it only tunes the layout, so the document goes on without
  * it, as it went without settings before they were kept.
  */
 async function readSettingsOrNone(member: PackageMember): Promise<SettingsItem[]> {

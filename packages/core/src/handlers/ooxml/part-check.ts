@@ -30,8 +30,9 @@ const FORBIDDEN = new Set([
 /**
  * One XML part checked as its bytes come.
  * @throws {VerifyFailure} from `write` or `end`: `ooxml.xml-parse` when the part is not well-formed
- *   or declares a DOCTYPE, `ooxml.active-content` when it holds an OLE/ActiveX anchor, a fetching
- *   or running field, a formula that calls out, a defined name that runs, or a macro action.
+ *   or declares a DOCTYPE with an internal subset, `ooxml.active-content` when it holds an
+ *   OLE/ActiveX anchor, a fetching or running field, a formula that calls out, a defined name that
+ *   runs, or a macro action.
  */
 export class XmlPartCheck extends WalkedPartCheck {
   constructor(name: string) {

@@ -18,6 +18,7 @@ import {
   OOXML_MAIN_TYPES,
   RELATIONSHIP_TYPES,
   unicodePathExtra,
+  withZip64End,
 } from '@disarm/fixtures';
 import type { OoxmlExtension, OpcPart, RawZipEntry } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -1151,15 +1152,60 @@ describe('OOXML rebuild', () => {
     ).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
   });
 
-  it('refuses a DOCTYPE in any part as invalid_file (no entity is ever expanded)', async () => {
+  it('reads a package whose end is in ZIP64 format (APPNOTE 4.4.1.4), and refuses one split over disks', async () => {
+    for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
+      const input = withZip64End(await buildOfficeDocument(extension, { texts: ['Kept text'] }));
+      const outcome = cleaned(await disarm({ bytes: input, fileName: `a.${extension}` }));
+      expect(Buffer.from(outcome.bytes.subarray(-42, -22)).readUInt32LE(0), extension).not.toBe(
+        0x07064b50,
+      );
+      expect((await unzipped(outcome.bytes)).text, extension).toContain('Kept text');
+    }
+    const split = withZip64End(await buildOfficeDocument('docx'), { zip64: { disk: 1 } });
+    expect(await disarm({ bytes: split, fileName: 'a.docx' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: expect.stringContaining('the archive spans several disks (this is disk 1') as unknown,
+    });
+  });
+
+  it('refuses a DOCTYPE with an internal subset in any part as invalid_file (no entity is ever expanded)', async () => {
     for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
       const input = await buildOfficeDocument(extension, { doctype: true });
       expect(await disarm({ bytes: input, fileName: `a.${extension}` })).toMatchObject({
         status: 'rejected',
         reason: 'invalid_file',
-        detail: expect.stringContaining('DOCTYPE') as unknown,
+        detail: expect.stringContaining('declares a DOCTYPE with an internal subset') as unknown,
       });
     }
+  });
+
+  it('reads past a DOCTYPE without an internal subset, never reading what it names', async () => {
+    // A DTD on disk that would declare an entity and default an attribute, were it read.
+    const dtd = join(dir, 'office.dtd');
+    await writeFile(
+      dtd,
+      '<!ENTITY secret "from the DTD"><!ATTLIST w:document w:conformance CDATA "strict">',
+    );
+    for (const extension of ['docx', 'xlsx', 'pptx'] as const) {
+      const root = { docx: 'w:document', xlsx: 'workbook', pptx: 'p:presentation' }[extension];
+      const input = await buildOfficeDocument(extension, {
+        texts: ['Kept text'],
+        doctype: `<!DOCTYPE ${root} SYSTEM "file://${dtd}">`,
+      });
+      const outcome = cleaned(await disarm({ bytes: input, fileName: `a.${extension}` }));
+      const { text } = await unzipped(outcome.bytes);
+      expect(text, extension).toContain('Kept text');
+      expect(text, extension).not.toMatch(/DOCTYPE|conformance|from the DTD/);
+    }
+    const entity = await wordPackage(
+      `<!DOCTYPE w:document SYSTEM "file://${dtd}"><w:document xmlns:w="${WML_NS}"><w:body><w:p><w:r><w:t>&secret;</w:t></w:r></w:p></w:body></w:document>`,
+    );
+    expect(await disarm({ bytes: entity, fileName: 'a.docx' })).toMatchObject({
+      status: 'rejected',
+      reason: 'invalid_file',
+      detail: expect.stringContaining('undefined entity') as unknown,
+    });
   });
 
   it('rejects what is not a package of the claimed kind, encrypted packages and threats inside', async () => {

@@ -8,5 +8,5 @@ export default defineConfig({
   dts: true,
   sourcemap: true,
   clean: true,
-  deps: { neverBundle: [/^@disarm\//] },
+  external: [/^@disarm\//],
 });

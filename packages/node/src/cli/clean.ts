@@ -2,7 +2,7 @@ import { lstat, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 
-import { DEFAULT_LIMITS, FINDING_KINDS, formatForFileName, outputFileName } from '@disarm/core';
+import { DEFAULT_LIMITS, FINDING_KINDS } from '@disarm/core';
 import type { Limits, Policy } from '@disarm/core';
 import type { Command } from 'commander';
 
@@ -12,6 +12,8 @@ import { EXIT_CODES, UsageError } from './_exit-codes.ts';
 import type { ExitCode } from './_exit-codes.ts';
 import { collectInputs } from './_inputs.ts';
 import type { InputFile } from './_inputs.ts';
+import { planOutputs } from './_outputs.ts';
+import type { PlannedFile } from './_outputs.ts';
 import { createProgress } from './_progress.ts';
 import { parsePolicy, parsePositiveInteger } from './_parse.ts';
 import { toCleanRecord, toHumanLine } from './_report.ts';
@@ -97,7 +99,8 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const outDir = resolve(flags.out);
   const outInfo = await stat(outDir).catch(() => undefined);
   if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
-  const files = await collectInputs(paths, { path: outDir, display: flags.out });
+  const out = { path: outDir, display: flags.out };
+  const files = planOutputs(await collectInputs(paths, out), out);
   if (files.length === 0) throw new UsageError('no files to clean under the given paths');
   await clearOutputs(files, flags, outDir);
 
@@ -152,17 +155,14 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
  * (usage error), or with `--overwrite` is removed so the copy can take its place.
  */
 async function clearOutputs(
-  files: readonly InputFile[],
+  files: readonly PlannedFile[],
   flags: CleanFlags,
   outDir: string,
 ): Promise<void> {
   const taken: string[] = [];
-  for (const file of files) {
-    const format = formatForFileName(file.fileName);
-    // An unsupported file is rejected without writing anything.
-    if (!format) continue;
-    const target = join(file.outputDir, outputFileName(file.fileName, format));
-    if ((await lstat(target).catch(() => undefined)) !== undefined) taken.push(target);
+  for (const { outputPath } of files) {
+    if (outputPath === undefined) continue;
+    if ((await lstat(outputPath).catch(() => undefined)) !== undefined) taken.push(outputPath);
   }
   if (taken.length === 0) return;
   if (flags.overwrite === true) {
@@ -207,15 +207,19 @@ function cleanHelpText(): string {
 Output:
   A file argument is written to DIR/<name>; the files of a folder argument keep their
   path relative to that folder. The name changes with the format (x.gz -> x.zip).
-  An existing file is never replaced: that input fails instead. Folders are walked
-  recursively, hidden files included; symbolic links inside them are not followed.
-  --out may lie inside an input folder (it is skipped) but must not contain an input.
+  Every copy's path is planned before any file is processed: a copy already in DIR
+  stops the run (exit 64) unless --overwrite is given, and so do two inputs whose
+  copies would take one path (a/x.png and b/x.png named as files; x.gz beside x.zip).
+  Folders are walked recursively, hidden files included; symbolic links inside them
+  are not followed. --out may lie inside an input folder (it is skipped) but must not
+  contain an input.
 
 Exit status:
   0   every file was cleaned
   1   at least one file was rejected, none failed
   2   at least one file failed (timeout, crash, write error), or disarm itself failed
-  64  usage error: bad or missing option, no input, unreadable input path
+  64  usage error: bad or missing option, no input, unreadable input path, a copy
+      already in DIR (without --overwrite), two inputs with one copy path
   130 interrupted (Ctrl-C)
 
 JSON lines (--json), one per input file, absent fields omitted:

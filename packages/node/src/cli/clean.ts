@@ -237,7 +237,8 @@ Limits (defaults):
 
 Examples:
   $ disarm clean inbox --out clean
-  $ disarm clean report.docx photos --out clean --policy vba-macro=reject
-  $ disarm clean inbox --out clean --json | jq -r 'select(.status != "cleaned") | .input'
+  $ disarm clean report.docx photos --out strict --policy vba-macro=reject
+  $ disarm clean inbox --out clean --overwrite --json > results.jsonl
+  $ jq -r 'select(.status != "cleaned") | .input' results.jsonl
 `;
 }

@@ -38,6 +38,7 @@ const MARKER = /^<!-- readme-test: (.*) -->$/;
 /** Said with every failure, for whoever adds a block. */
 const HOW_TO_MARK =
   'A block that cannot run here gets `<!-- readme-test: skip (the reason) -->` right above its fence.';
+/** A skip marker's words: a reason of a few words at least. */
 const SKIP = /^skip \((.{10,})\)$/;
 
 /** One fenced block of the README. */
@@ -59,11 +60,12 @@ function readmeBlocks(readme: string): ReadmeBlock[] {
   let previous = '';
   for (let index = 0; index < lines.length; index += 1) {
     const line = lines[index] ?? '';
-    const fence = /^```(\S*)\s*$/.exec(line);
+    // A fence may be indented under a list item; its block then is too.
+    const fence = /^ *```(\S*)\s*$/.exec(line);
     if (fence) {
       const start = index;
       index += 1;
-      while (index < lines.length && lines[index] !== '```') index += 1;
+      while (index < lines.length && !/^ *```\s*$/.test(lines[index] ?? '')) index += 1;
       blocks.push({
         line: start + 1,
         language: fence[1] ?? '',
@@ -75,7 +77,7 @@ function readmeBlocks(readme: string): ReadmeBlock[] {
       continue;
     }
     if (line.startsWith('#')) section = line;
-    if (line.trim() !== '') previous = line;
+    if (line.trim() !== '') previous = line.trim();
   }
   return blocks;
 }
@@ -147,7 +149,7 @@ describe('the README', () => {
       );
     }
     // A marker that is not right above a fence marks nothing.
-    const markers = readme.split('\n').filter((line) => MARKER.test(line));
+    const markers = readme.split('\n').filter((line) => MARKER.test(line.trim()));
     const placed = readmeBlocks(readme).filter((block) => block.marker !== undefined);
     expect(placed).toHaveLength(markers.length);
   });

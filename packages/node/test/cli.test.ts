@@ -194,6 +194,32 @@ describe('disarm clean', () => {
     expect(await readdir(join(cwd, 'out/dupB'))).toEqual(['x.png']);
   });
 
+  it('checks the folders a copy goes into: an earlier copy in the way stops the run, a folder always', async () => {
+    const png = await pngWithMetadata();
+    await writeTree(cwd, {
+      'tree/x.zip/inside.png': png,
+      'attachments/x.zip': await zipOf({ 'c.png': png }),
+      // An earlier run's copy of a file named like the folder this run needs.
+      'out/x.zip': 'earlier copy',
+    });
+    const inTheWay = await disarm(cwd, 'clean', 'tree', '--out', 'out');
+    expect(inTheWay.code, inTheWay.stderr).toBe(64);
+    expect(inTheWay.stderr).toContain(
+      'a cleaned copy already exists in --out out (out/x.zip); nothing was processed.',
+    );
+    const replaced = await disarm(cwd, 'clean', 'tree', '--out', 'out', '--overwrite');
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.stdout).toContain('cleaned  tree/x.zip/inside.png -> out/x.zip/inside.png');
+
+    // Now out/x.zip is a folder: a copy named x.zip cannot replace it, --overwrite or not.
+    const folder = await disarm(cwd, 'clean', 'attachments', '--out', 'out', '--overwrite');
+    expect(folder.code, folder.stderr).toBe(64);
+    expect(folder.stderr).toContain(
+      'error: out/x.zip is a folder, where the copy of attachments/x.zip goes; nothing was processed. Move it away, or use another --out',
+    );
+    expect(await readdir(join(cwd, 'out/x.zip'))).toEqual(['inside.png']);
+  });
+
   it('passes --policy and the limits to the engine', async () => {
     const policed = await disarm(
       cwd,
@@ -276,7 +302,7 @@ describe('disarm clean', () => {
     expect(help.stdout).toContain('104857600');
     // What happens to copies already in --out, said once and as the code does it.
     expect(help.stdout).toContain(
-      'a copy already in DIR\n  stops the run (exit 64) unless --overwrite is given',
+      'a copy already in DIR\n  stops the run (exit 64) unless --overwrite is given; two inputs whose copies would\n  take one path',
     );
     expect(help.stdout).not.toMatch(/never replaced/);
 

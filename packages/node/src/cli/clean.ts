@@ -1,6 +1,6 @@
 import { lstat, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 
 import { DEFAULT_LIMITS, FINDING_KINDS } from '@disarm/core';
 import type { Limits, Policy } from '@disarm/core';
@@ -151,31 +151,56 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
 }
 
 /**
- * Checks every copy's place before any file is processed: an existing file there stops the run
- * (usage error), or with `--overwrite` is removed so the copy can take its place.
+ * Checks every copy's place before any file is processed: an existing file there, or a file where
+ * a copy needs a folder (an earlier run's `x.zip`, this run's `x.zip/a.png`), stops the run
+ * (usage error), or with `--overwrite` is removed so the copy can take its place. A folder where a
+ * copy goes stops the run either way: `--overwrite` replaces copies, never folders.
  */
 async function clearOutputs(
   files: readonly PlannedFile[],
   flags: CleanFlags,
   outDir: string,
 ): Promise<void> {
-  const taken: string[] = [];
-  for (const { outputPath } of files) {
+  const taken = new Set<string>();
+  const checked = new Set<string>();
+  for (const { outputPath, display } of files) {
     if (outputPath === undefined) continue;
-    if ((await lstat(outputPath).catch(() => undefined)) !== undefined) taken.push(outputPath);
+    const info = await lstat(outputPath).catch(() => undefined);
+    if (info?.isDirectory() === true) {
+      throw new UsageError(
+        `${shownOutput(outputPath, flags, outDir)} is a folder, where the copy of ${display} goes; nothing was processed. Move it away, or use another --out`,
+      );
+    }
+    if (info) taken.add(outputPath);
+    // The folders the copy goes into, up to --out; a link to a folder is one.
+    for (
+      let folder = dirname(outputPath);
+      folder !== outDir && !checked.has(folder);
+      folder = dirname(folder)
+    ) {
+      checked.add(folder);
+      const folderInfo = await stat(folder).catch(() => undefined);
+      if (folderInfo?.isDirectory() === true) break;
+      if (folderInfo) taken.add(folder);
+    }
   }
-  if (taken.length === 0) return;
+  if (taken.size === 0) return;
   if (flags.overwrite === true) {
-    await Promise.all(taken.map((target) => rm(target, { force: true })));
+    await Promise.all([...taken].map((target) => rm(target, { force: true })));
     return;
   }
-  const shown = taken
+  const shown = [...taken]
     .slice(0, MAX_LISTED_CONFLICTS)
-    .map((target) => join(flags.out, relative(outDir, target)));
-  const more = taken.length - shown.length;
+    .map((target) => shownOutput(target, flags, outDir));
+  const more = taken.size - shown.length;
   throw new UsageError(
-    `${taken.length === 1 ? 'a cleaned copy already exists' : `${taken.length} cleaned copies already exist`} in --out ${flags.out} (${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}); nothing was processed. Use --overwrite to replace them, or another --out`,
+    `${taken.size === 1 ? 'a cleaned copy already exists' : `${taken.size} cleaned copies already exist`} in --out ${flags.out} (${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}); nothing was processed. Use --overwrite to replace them, or another --out`,
   );
+}
+
+/** A path under --out, shown under the --out spelling the user typed, like the inputs. */
+function shownOutput(path: string, flags: CleanFlags, outDir: string): string {
+  return join(flags.out, relative(outDir, path));
 }
 
 function formatResult(
@@ -184,9 +209,7 @@ function formatResult(
   flags: CleanFlags,
   outDir: string,
 ): string {
-  // Shown under the --out spelling the user typed, like the inputs.
-  const output =
-    result.status === 'cleaned' ? join(flags.out, relative(outDir, result.outputPath)) : '';
+  const output = result.status === 'cleaned' ? shownOutput(result.outputPath, flags, outDir) : '';
   const record = toCleanRecord(file.display, result, output);
   return flags.json === true ? JSON.stringify(record) : toHumanLine(record);
 }
@@ -208,8 +231,8 @@ Output:
   A file argument is written to DIR/<name>; the files of a folder argument keep their
   path relative to that folder. The name changes with the format (x.gz -> x.zip).
   Every copy's path is planned before any file is processed: a copy already in DIR
-  stops the run (exit 64) unless --overwrite is given, and so do two inputs whose
-  copies would take one path (a/x.png and b/x.png named as files; x.gz beside x.zip).
+  stops the run (exit 64) unless --overwrite is given; two inputs whose copies would
+  take one path (a/x.png and b/x.png named as files; x.gz beside x.zip) stop it always.
   Folders are walked recursively, hidden files included; symbolic links inside them
   are not followed. --out may lie inside an input folder (it is skipped) but must not
   contain an input.

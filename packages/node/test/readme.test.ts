@@ -2,7 +2,8 @@
  * The README runs as written. Every `sh` and `ts` block runs, in the order of the document, the
  * way a reader of the quick start runs them: one bash shell (`set -euo pipefail`, an HTTP error
  * fails `curl`), in a folder holding the sample files the README names, against a real
- * `disarm serve`; a `ts` block is a module run from the sources at its place in that order.
+ * `disarm serve`. A `ts` block is a module: type-checked under the repository's compiler
+ * options, then run from the sources at its place in that order.
  *
  * A block that cannot run here is marked right above its fence, with the reason:
  *
@@ -18,6 +19,7 @@
  */
 import { spawn } from 'node:child_process';
 import { chmod, copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,6 +32,7 @@ import type { CliRun, TestServer } from './_server.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const LAUNCHER = fileURLToPath(new URL('../bin/disarm.mjs', import.meta.url));
+const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 /** Languages of the blocks that run unless marked. */
 const RUNNABLE_LANGUAGES: ReadonlySet<string> = new Set(['sh', 'ts']);
 /** Languages of blocks that show data or output (`''`: a plain fence) and never run. */
@@ -189,6 +192,7 @@ describe('the README', () => {
         .replaceAll('http://localhost:8080', server.apiUrl)
         .replaceAll('http://localhost:8081', server.storageUrl);
     const steps: string[] = [];
+    const modules: string[] = [];
     for (const block of blocks) {
       const code = fillIn(block.code);
       const placeholder = code
@@ -202,6 +206,7 @@ describe('the README', () => {
       if (block.language === 'ts') {
         const file = `readme-line-${block.line}.mts`;
         await writeFile(join(cwd, file), code);
+        modules.push(file);
         steps.push(
           `"${process.execPath}" --import ${TSX_LOADER} --conditions=@disarm/source ${file}`,
         );
@@ -209,6 +214,21 @@ describe('the README', () => {
         steps.push(code);
       }
     }
+    // Type-checked first, under the repository's compiler options, as a reader's editor would.
+    await writeFile(
+      join(cwd, 'tsconfig.json'),
+      JSON.stringify({
+        extends: join(ROOT, 'tsconfig.base.json'),
+        compilerOptions: { noEmit: true },
+        files: modules,
+      }),
+    );
+    const compiled = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], {
+      cwd,
+      env: process.env,
+    });
+    expect(compiled.code, `${compiled.stdout}${compiled.stderr}`).toBe(0);
+
     const script = [
       'set -euo pipefail',
       'curl() { command curl --fail-with-body -sS "$@"; }',

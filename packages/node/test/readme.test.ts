@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { buildImage, buildWordDocument } from '@disarm/fixtures';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { jpegWithMetadata, pngWithMetadata, tempDir, writeTree } from './_fixtures.ts';
 import { CLI_PATH, startTestServer, TSX_LOADER } from './_server.ts';
@@ -41,6 +41,7 @@ const MARKER = /^<!-- readme-test: (.*) -->$/;
 /** Said with every failure, for whoever adds a block. */
 const HOW_TO_MARK =
   'A block that cannot run here gets `<!-- readme-test: skip (the reason) -->` right above its fence.';
+const DEMO_KEY = /dsm_live_[0-9A-Za-z]{43}/;
 /** A skip marker's words: a reason of a few words at least. */
 const SKIP = /^skip \((.{10,})\)$/;
 
@@ -133,8 +134,18 @@ async function writeSampleFiles(cwd: string): Promise<void> {
 
 describe('the README', () => {
   let server: TestServer;
+  let demoKey: string;
   beforeAll(async () => {
     server = await startTestServer({ demo: true });
+    // Printed on stderr just after the listening line on stdout, through another pipe.
+    demoKey = await vi.waitFor(
+      () => {
+        const key = DEMO_KEY.exec(server.stderr())?.[0];
+        if (key === undefined) throw new Error(`no demo key printed yet:\n${server.stderr()}`);
+        return key;
+      },
+      { timeout: 30_000 },
+    );
   }, 90_000);
   afterAll(async () => {
     await server.stop();
@@ -184,11 +195,9 @@ describe('the README', () => {
     );
     await chmod(join(bin, 'npx'), 0o755);
 
-    const demoKey = /dsm_live_[0-9A-Za-z]{43}/.exec(server.stderr())?.[0];
-    expect(demoKey, server.stderr()).toBeDefined();
     const fillIn = (code: string): string =>
       code
-        .replaceAll('dsm_live_…', demoKey ?? '')
+        .replaceAll('dsm_live_…', demoKey)
         .replaceAll('http://localhost:8080', server.apiUrl)
         .replaceAll('http://localhost:8081', server.storageUrl);
     const steps: string[] = [];
@@ -215,6 +224,7 @@ describe('the README', () => {
       }
     }
     // Type-checked first, under the repository's compiler options, as a reader's editor would.
+    expect(modules.length, 'the library example runs').toBeGreaterThan(0);
     await writeFile(
       join(cwd, 'tsconfig.json'),
       JSON.stringify({

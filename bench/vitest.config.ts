@@ -7,6 +7,6 @@ export default defineProject({
     name: 'bench',
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    include: ['real-corpus/**/*.test.ts'],
+    include: ['*.test.ts', 'real-corpus/**/*.test.ts'],
   },
 });

@@ -18,6 +18,10 @@ REQUIRED=(
   libreoffice-writer-nogui:soffice
   libreoffice-calc-nogui:/usr/lib/libreoffice/program/libsclo.so
   libreoffice-impress-nogui:/usr/lib/libreoffice/program/libslideshowlo.so
+  # The README's examples, which the README test runs as written.
+  curl:curl
+  jq:jq
+  openssl:openssl
 )
 
 missing=()

@@ -1,4 +1,5 @@
-import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 
 import { FINDING_KINDS } from '@disarm/core';
@@ -149,6 +150,76 @@ describe('disarm clean', () => {
     expect(copy.subarray(1, 4).toString('latin1')).toBe('PNG');
   });
 
+  it('plans every copy before processing: inputs whose copies would take one path stop the run (64)', async () => {
+    const png = await pngWithMetadata();
+    await writeTree(cwd, {
+      'dupA/x.png': png,
+      'dupB/x.png': png,
+      'mail/a.gz': gzipSync(png),
+      'mail/a.zip': await zipOf({ 'b.png': png }),
+      'tree/x.zip/inside.png': png,
+      'attachments/x.zip': await zipOf({ 'c.png': png }),
+    });
+    const [twoFiles, folderAndFile, converted, fileAndFolder] = await Promise.all([
+      disarm(cwd, 'clean', 'dupA/x.png', 'dupB/x.png', '--out', 'out'),
+      // --overwrite replaces copies of an earlier run, never one of this run's own.
+      disarm(cwd, 'clean', 'dupA', 'dupB/x.png', 'in/photo.png', '--out', 'out', '--overwrite'),
+      disarm(cwd, 'clean', 'mail', '--out', 'out'),
+      disarm(cwd, 'clean', 'tree', 'attachments/x.zip', '--out', 'out'),
+    ]);
+    for (const run of [twoFiles, folderAndFile, converted, fileAndFolder]) {
+      expect(run.code, run.stderr).toBe(64);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain('Nothing was processed. Clean them into separate --out folders');
+    }
+    expect(twoFiles.stderr).toContain(
+      'error: inputs would be cleaned to the same place in --out out: dupA/x.png and dupB/x.png -> out/x.png.',
+    );
+    expect(folderAndFile.stderr).toContain(
+      'dupA/x.png and dupB/x.png -> out/x.png. Nothing was processed. Clean them into separate --out folders, or name a folder that holds them all, so each keeps its path below it',
+    );
+    // A gzip comes back as a zip: its copy is named like the zip beside it.
+    expect(converted.stderr).toContain(
+      'mail/a.gz (cleaned as a.zip) and mail/a.zip -> out/a.zip. Nothing was processed. Clean them into separate --out folders\n',
+    );
+    expect(fileAndFolder.stderr).toContain(
+      'attachments/x.zip -> out/x.zip, which tree/x.zip/inside.png needs as its folder.',
+    );
+    await expect(readdir(join(cwd, 'out'))).rejects.toThrow();
+
+    // Named from their common folder, each keeps its path.
+    await rm(join(cwd, 'mail'), { recursive: true });
+    const apart = await disarm(cwd, 'clean', '.', '--out', 'out', '--json');
+    expect(apart.stderr).not.toContain('error');
+    expect(await readdir(join(cwd, 'out/dupB'))).toEqual(['x.png']);
+  });
+
+  it('checks the folders a copy goes into: an earlier copy in the way stops the run, a folder always', async () => {
+    const png = await pngWithMetadata();
+    await writeTree(cwd, {
+      'tree/x.zip/inside.png': png,
+      'attachments/x.zip': await zipOf({ 'c.png': png }),
+      // An earlier run's copy of a file named like the folder this run needs.
+      'out/x.zip': 'earlier copy',
+    });
+    const inTheWay = await disarm(cwd, 'clean', 'tree', '--out', 'out');
+    expect(inTheWay.code, inTheWay.stderr).toBe(64);
+    expect(inTheWay.stderr).toContain(
+      'a cleaned copy already exists in --out out (out/x.zip); nothing was processed.',
+    );
+    const replaced = await disarm(cwd, 'clean', 'tree', '--out', 'out', '--overwrite');
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.stdout).toContain('cleaned  tree/x.zip/inside.png -> out/x.zip/inside.png');
+
+    // Now out/x.zip is a folder: a copy named x.zip cannot replace it, --overwrite or not.
+    const folder = await disarm(cwd, 'clean', 'attachments', '--out', 'out', '--overwrite');
+    expect(folder.code, folder.stderr).toBe(64);
+    expect(folder.stderr).toContain(
+      'error: out/x.zip is a folder, where the copy of attachments/x.zip goes; nothing was processed. Move it away, or use another --out',
+    );
+    expect(await readdir(join(cwd, 'out/x.zip'))).toEqual(['inside.png']);
+  });
+
   it('passes --policy and the limits to the engine', async () => {
     const policed = await disarm(
       cwd,
@@ -229,11 +300,36 @@ describe('disarm clean', () => {
     for (const code of ['0 ', '1 ', '2 ', '64 ']) expect(help.stdout).toContain(`\n  ${code}`);
     for (const kind of Object.keys(FINDING_KINDS)) expect(help.stdout).toContain(`  ${kind} `);
     expect(help.stdout).toContain('104857600');
+    // What happens to copies already in --out, said once and as the code does it.
+    expect(help.stdout).toContain(
+      'a copy already in DIR\n  stops the run (exit 64) unless --overwrite is given; two inputs whose copies would\n  take one path',
+    );
+    expect(help.stdout).not.toMatch(/never replaced/);
 
     const version = await disarm(cwd, '--version');
     const manifest = JSON.parse(
       await readFile(new URL('../package.json', import.meta.url), 'utf8'),
     ) as { version: string };
     expect(version).toEqual({ code: 0, stdout: `${manifest.version}\n`, stderr: '' });
+  });
+});
+
+describe('disarm admin --help', () => {
+  it('lists every subcommand of every resource', async () => {
+    const overview = await disarm(cwd, 'admin', '--help');
+    expect(overview.code).toBe(0);
+    const resources = [...overview.stdout.matchAll(/^ {2}([a-z-]+) +([^\n]*)$/gm)]
+      .map(([, name = '', summary = '']) => ({ name, summary }))
+      .filter(({ name }) => name !== 'help');
+    expect(resources.map(({ name }) => name)).toEqual(['org', 'key', 'client', 'signing-key']);
+    for (const { name, summary } of resources) {
+      const help = await disarm(cwd, 'admin', name, '--help');
+      const actions = [...help.stdout.matchAll(/^ {2}([a-z-]+) \[options\]/gm)].map(
+        ([, action = '']) => action,
+      );
+      expect(actions.length, name).toBeGreaterThan(1);
+      expect(summary, name).toMatch(new RegExp(`: ${actions.join(', ')}$`));
+    }
+    expect(overview.stdout).toContain('create, list, show, suspend, activate, update');
   });
 });

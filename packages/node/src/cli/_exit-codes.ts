@@ -8,7 +8,7 @@ export const EXIT_CODES = {
   rejected: 1,
   /** At least one file failed, or disarm itself did. */
   failed: 2,
-  /** Bad or missing option or argument, no input, an unreadable input path. */
+  /** Bad or missing option or argument, no input, an unreadable input path, colliding copies. */
   usage: 64,
   /** Interrupted (Ctrl-C): 128 + SIGINT. */
   interrupted: 130,

@@ -42,4 +42,10 @@ Examples:
   registerKeyCommands(admin, context);
   registerClientCommands(admin, context);
   registerSigningKeyCommands(admin, context);
+  // Each resource's line in `disarm admin --help` lists the subcommands it registered, so the
+  // overview cannot leave one out.
+  for (const resource of admin.commands) {
+    const actions = resource.commands.map((command) => command.name());
+    resource.summary(`${resource.summary()}: ${actions.join(', ')}`);
+  }
 }

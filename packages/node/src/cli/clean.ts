@@ -1,8 +1,8 @@
 import { lstat, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 
-import { DEFAULT_LIMITS, FINDING_KINDS, formatForFileName, outputFileName } from '@disarm/core';
+import { DEFAULT_LIMITS, FINDING_KINDS } from '@disarm/core';
 import type { Limits, Policy } from '@disarm/core';
 import type { Command } from 'commander';
 
@@ -12,6 +12,8 @@ import { EXIT_CODES, UsageError } from './_exit-codes.ts';
 import type { ExitCode } from './_exit-codes.ts';
 import { collectInputs } from './_inputs.ts';
 import type { InputFile } from './_inputs.ts';
+import { planOutputs } from './_outputs.ts';
+import type { PlannedFile } from './_outputs.ts';
 import { createProgress } from './_progress.ts';
 import { parsePolicy, parsePositiveInteger } from './_parse.ts';
 import { toCleanRecord, toHumanLine } from './_report.ts';
@@ -97,7 +99,8 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const outDir = resolve(flags.out);
   const outInfo = await stat(outDir).catch(() => undefined);
   if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
-  const files = await collectInputs(paths, { path: outDir, display: flags.out });
+  const out = { path: outDir, display: flags.out };
+  const files = planOutputs(await collectInputs(paths, out), out);
   if (files.length === 0) throw new UsageError('no files to clean under the given paths');
   await clearOutputs(files, flags, outDir);
 
@@ -148,34 +151,56 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
 }
 
 /**
- * Checks every copy's place before any file is processed: an existing file there stops the run
- * (usage error), or with `--overwrite` is removed so the copy can take its place.
+ * Checks every copy's place before any file is processed: an existing file there, or a file where
+ * a copy needs a folder (an earlier run's `x.zip`, this run's `x.zip/a.png`), stops the run
+ * (usage error), or with `--overwrite` is removed so the copy can take its place. A folder where a
+ * copy goes stops the run either way: `--overwrite` replaces copies, never folders.
  */
 async function clearOutputs(
-  files: readonly InputFile[],
+  files: readonly PlannedFile[],
   flags: CleanFlags,
   outDir: string,
 ): Promise<void> {
-  const taken: string[] = [];
-  for (const file of files) {
-    const format = formatForFileName(file.fileName);
-    // An unsupported file is rejected without writing anything.
-    if (!format) continue;
-    const target = join(file.outputDir, outputFileName(file.fileName, format));
-    if ((await lstat(target).catch(() => undefined)) !== undefined) taken.push(target);
+  const taken = new Set<string>();
+  const checked = new Set<string>();
+  for (const { outputPath, display } of files) {
+    if (outputPath === undefined) continue;
+    const info = await lstat(outputPath).catch(() => undefined);
+    if (info?.isDirectory() === true) {
+      throw new UsageError(
+        `${shownOutput(outputPath, flags, outDir)} is a folder, where the copy of ${display} goes; nothing was processed. Move it away, or use another --out`,
+      );
+    }
+    if (info) taken.add(outputPath);
+    // The folders the copy goes into, up to --out; a link to a folder is one.
+    for (
+      let folder = dirname(outputPath);
+      folder !== outDir && !checked.has(folder);
+      folder = dirname(folder)
+    ) {
+      checked.add(folder);
+      const folderInfo = await stat(folder).catch(() => undefined);
+      if (folderInfo?.isDirectory() === true) break;
+      if (folderInfo) taken.add(folder);
+    }
   }
-  if (taken.length === 0) return;
+  if (taken.size === 0) return;
   if (flags.overwrite === true) {
-    await Promise.all(taken.map((target) => rm(target, { force: true })));
+    await Promise.all([...taken].map((target) => rm(target, { force: true })));
     return;
   }
-  const shown = taken
+  const shown = [...taken]
     .slice(0, MAX_LISTED_CONFLICTS)
-    .map((target) => join(flags.out, relative(outDir, target)));
-  const more = taken.length - shown.length;
+    .map((target) => shownOutput(target, flags, outDir));
+  const more = taken.size - shown.length;
   throw new UsageError(
-    `${taken.length === 1 ? 'a cleaned copy already exists' : `${taken.length} cleaned copies already exist`} in --out ${flags.out} (${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}); nothing was processed. Use --overwrite to replace them, or another --out`,
+    `${taken.size === 1 ? 'a cleaned copy already exists' : `${taken.size} cleaned copies already exist`} in --out ${flags.out} (${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}); nothing was processed. Use --overwrite to replace them, or another --out`,
   );
+}
+
+/** A path under --out, shown under the --out spelling the user typed, like the inputs. */
+function shownOutput(path: string, flags: CleanFlags, outDir: string): string {
+  return join(flags.out, relative(outDir, path));
 }
 
 function formatResult(
@@ -184,9 +209,7 @@ function formatResult(
   flags: CleanFlags,
   outDir: string,
 ): string {
-  // Shown under the --out spelling the user typed, like the inputs.
-  const output =
-    result.status === 'cleaned' ? join(flags.out, relative(outDir, result.outputPath)) : '';
+  const output = result.status === 'cleaned' ? shownOutput(result.outputPath, flags, outDir) : '';
   const record = toCleanRecord(file.display, result, output);
   return flags.json === true ? JSON.stringify(record) : toHumanLine(record);
 }
@@ -207,15 +230,19 @@ function cleanHelpText(): string {
 Output:
   A file argument is written to DIR/<name>; the files of a folder argument keep their
   path relative to that folder. The name changes with the format (x.gz -> x.zip).
-  An existing file is never replaced: that input fails instead. Folders are walked
-  recursively, hidden files included; symbolic links inside them are not followed.
-  --out may lie inside an input folder (it is skipped) but must not contain an input.
+  Every copy's path is planned before any file is processed: a copy already in DIR
+  stops the run (exit 64) unless --overwrite is given; two inputs whose copies would
+  take one path (a/x.png and b/x.png named as files; x.gz beside x.zip) stop it always.
+  Folders are walked recursively, hidden files included; symbolic links inside them
+  are not followed. --out may lie inside an input folder (it is skipped) but must not
+  contain an input.
 
 Exit status:
   0   every file was cleaned
   1   at least one file was rejected, none failed
   2   at least one file failed (timeout, crash, write error), or disarm itself failed
-  64  usage error: bad or missing option, no input, unreadable input path
+  64  usage error: bad or missing option, no input, unreadable input path, a copy
+      already in DIR (without --overwrite), two inputs with one copy path
   130 interrupted (Ctrl-C)
 
 JSON lines (--json), one per input file, absent fields omitted:
@@ -233,7 +260,8 @@ Limits (defaults):
 
 Examples:
   $ disarm clean inbox --out clean
-  $ disarm clean report.docx photos --out clean --policy vba-macro=reject
-  $ disarm clean inbox --out clean --json | jq -r 'select(.status != "cleaned") | .input'
+  $ disarm clean report.docx photos --out strict --policy vba-macro=reject
+  $ disarm clean inbox --out clean --overwrite --json > results.jsonl
+  $ jq -r 'select(.status != "cleaned") | .input' results.jsonl
 `;
 }

@@ -28,9 +28,7 @@ const DEFAULT_CLIENT_NAME = 'default';
 
 /** Adds `disarm admin client create|list|rotate|drop-previous|revoke` under `admin`. */
 export function registerClientCommands(admin: Command, context: CliContext): void {
-  const client = admin
-    .command('client')
-    .summary('OAuth clients: create, list, rotate a secret, revoke');
+  const client = admin.command('client').summary('OAuth clients');
 
   const create = withAdminOptions(
     client

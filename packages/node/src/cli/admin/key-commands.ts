@@ -24,7 +24,7 @@ const DEFAULT_KEY_NAME = 'default';
 
 /** Adds `disarm admin key create|list|revoke` under `admin`. */
 export function registerKeyCommands(admin: Command, context: CliContext): void {
-  const key = admin.command('key').summary('API keys: create, list, revoke');
+  const key = admin.command('key').summary('API keys');
 
   const create = withAdminOptions(
     key

@@ -51,7 +51,7 @@ const PLAN_NAMES = Object.keys(PLANS).join('|');
 
 /** Adds `disarm admin org create|list|show|suspend|activate|update` under `admin`. */
 export function registerOrgCommands(admin: Command, context: CliContext): void {
-  const org = admin.command('org').summary('organisations: create, list, show, suspend, update');
+  const org = admin.command('org').summary('organisations');
 
   const create = withTermsOptions(
     withAdminOptions(

@@ -37,9 +37,7 @@ function line(key: SigningKeyView): string {
 
 /** Adds `disarm admin signing-key list|rotate` under `admin`. */
 export function registerSigningKeyCommands(admin: Command, context: CliContext): void {
-  const signingKey = admin
-    .command('signing-key')
-    .summary('the keys that sign OAuth access tokens: list, rotate');
+  const signingKey = admin.command('signing-key').summary('the keys that sign OAuth access tokens');
 
   const list = withAdminOptions(
     signingKey.command('list').summary('list the signing keys, newest first (no private keys)'),

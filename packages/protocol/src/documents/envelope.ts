@@ -40,7 +40,7 @@ export interface EnvelopeFinding {
  * A stored finding as the envelope shows it: only the members the API documents, and
  * `locations: []` for findings recorded without any (documents completed before locations were).
  */
-function toEnvelopeFinding(finding: Finding): EnvelopeFinding {
+export function toEnvelopeFinding(finding: Finding): EnvelopeFinding {
   return {
     kind: finding.kind,
     count: finding.count,

@@ -321,7 +321,7 @@ describe('createOpenApiValidator', () => {
     expect(check(without(completed, 'findings'))).toEqual([
       expect.stringContaining("body must have required property 'findings'"),
     ]);
-    const located = (location: Record<string, unknown>): unknown => ({
+    const located = (location: Record<string, unknown>): Record<string, unknown> => ({
       ...completed,
       findings: [{ kind: 'pdf-action', count: 1, locations: [{ count: 1, ...location }] }],
     });

@@ -1,4 +1,5 @@
 import {
+  buildBinaryWorkbook,
   buildImage,
   buildOdt,
   buildOfficeDocument,
@@ -176,6 +177,24 @@ describe('where findings were found, through the engine', () => {
       part: 'xl/macrosheets/sheet2.xml',
       sheet: 'Macro1',
       count: 1,
+    });
+  });
+
+  it('xlsb: risky formulas and a macro sheet name their sheets', async () => {
+    const xlsb = await buildBinaryWorkbook({ riskyFormulas: true, macroSheet: true });
+    const outcome = cleaned(await disarm({ bytes: xlsb, fileName: 'book.xlsb' }));
+    const sheets = outcome.findings.flatMap((finding) =>
+      (finding.locations ?? []).map(({ part, sheet }) => ({ kind: finding.kind, part, sheet })),
+    );
+    expect(sheets).toContainEqual({
+      kind: 'xlm-macro',
+      part: 'xl/macrosheets/sheet1.bin',
+      sheet: 'Macro1',
+    });
+    expect(sheets).toContainEqual({
+      kind: 'external-relationship',
+      part: 'xl/worksheets/sheet1.bin',
+      sheet: 'Sheet1',
     });
   });
 

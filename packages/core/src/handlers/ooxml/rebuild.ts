@@ -38,7 +38,12 @@ import {
   PIVOT_TABLE_TYPE,
   RELATIONSHIPS_TYPE,
 } from './parts.ts';
-import { isBinaryPartType, rewriteBinaryPart } from './xlsb.ts';
+import {
+  binarySheetNamesById,
+  isBinaryPartType,
+  isBinaryWorkbookType,
+  rewriteBinaryPart,
+} from './xlsb.ts';
 import { metafileKindOf } from '../image/metafile/metafile.ts';
 
 interface KeptPart {
@@ -377,17 +382,19 @@ class PackageWalk {
   }
 
   /**
-   * Learns the sheet names of a workbook part (ECMA-376 Part 1 §18.2.19 `sheet`: `name` and the
-   * relationship `r:id` to its part) before its relationships are followed, so findings in a sheet
-   * part name the sheet. A workbook that does not read as XML names none here; its rewrite
-   * decides what that means.
+   * Learns the sheet names of a workbook part (ECMA-376 Part 1 §18.2.19 `sheet`, [MS-XLSB]
+   * 2.4.304 BrtBundleSh: the name and the relationship id of its part) before its relationships
+   * are followed, so findings in a sheet part name the sheet. A workbook that does not read names
+   * none here; its rewrite decides what that means.
    */
   async #nameSheets(part: KeptPart, relationships: readonly Relationship[]): Promise<void> {
-    if (!isWorkbookType(part.contentType) || part.source === undefined) return;
+    const binary = isBinaryWorkbookType(part.contentType);
+    if ((!binary && !isWorkbookType(part.contentType)) || part.source === undefined) return;
     const bytes = part.source instanceof Uint8Array ? part.source : await part.source.read();
+    const what = `part ${part.name}`;
     let names: ReadonlyMap<string, string>;
     try {
-      names = sheetNamesById(bytes, `part ${part.name}`);
+      names = binary ? binarySheetNamesById(bytes, what) : sheetNamesById(bytes, what);
     } catch (error) {
       if (error instanceof Rejection) return;
       throw error;

@@ -110,6 +110,29 @@ describe('where findings were found, through the engine', () => {
     ]);
   });
 
+  it('PDF: what pages share is counted on the first of them', async () => {
+    // Illustrator keeps its private data (/PieceInfo) in a form XObject all pages draw.
+    const pdf = buildTextPdf({
+      pages: ['one', 'two', 'three'],
+      page: '/Resources 50 0 R',
+      objects: [
+        { num: 50, body: '<< /Font << /F1 3 0 R >> /XObject << /X1 51 0 R >> >>' },
+        {
+          num: 51,
+          body: '<< /Type /XObject /Subtype /Form /BBox [0 0 10 10] /PieceInfo << /Illustrator << /Private 52 0 R >> >> >>',
+          stream: '0 0 10 10 re f\n',
+        },
+        { num: 52, body: '<< /AIMetaData 1 >>' },
+      ],
+    });
+    const outcome = cleaned(await disarm({ bytes: pdf, fileName: 'shared.pdf' }));
+    expect(findingOf(outcome.findings, 'hidden-data')).toEqual({
+      kind: 'hidden-data',
+      count: 1,
+      locations: [{ page: 1, count: 1 }],
+    });
+  });
+
   it('PDF: 100 pages with a script each list the first pages only', async () => {
     const pages = Array.from({ length: 100 }, (_, index) => `page ${index + 1}`);
     const pdf = buildTextPdf({

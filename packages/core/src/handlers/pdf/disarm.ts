@@ -364,8 +364,8 @@ function kindOfKey(text: string): FindingKind {
 /**
  * Breadth-first walk from the catalogue that disarms every object it reaches. What it removes is
  * counted on the page whose object held it: a page owns itself and its annotations, and an object
- * first reached from an owned object is owned by the same page; the rest (the catalogue, the
- * document's forms and name trees) belongs to no page.
+ * reached from owned objects is owned by the lowest of their pages that reaches it before it is
+ * disarmed; the rest (the catalogue, the document's forms and name trees) belongs to no page.
  */
 class Walker {
   readonly #context: PDFContext;
@@ -375,6 +375,8 @@ class Walker {
   readonly #seen = new Set<PDFRef>();
   /** Object -> the 1-based number of the page that owns it. */
   readonly #owners = new Map<PDFRef, number>();
+  /** Pages and their annotations: owned for good, whatever else reaches them. */
+  readonly #fixed = new Set<PDFRef>();
   /**
    * What each page lost, kept apart until the walk ends: the walk meets pages in no particular
    * order, and the report lists them (up to its limit) from the first page on.
@@ -403,9 +405,11 @@ class Walker {
       const annots = dict instanceof PDFDict ? dict.get(key('Annots')) : undefined;
       const list = this.#context.lookup(annots);
       const owned = list instanceof PDFArray ? [annots, ...list.asArray()] : [];
+      this.#fixed.add(page);
       for (const object of owned) {
         if (!(object instanceof PDFRef) || this.#owners.has(object)) continue;
         this.#owners.set(object, index + 1);
+        this.#fixed.add(object);
       }
     }
   }
@@ -493,9 +497,15 @@ class Walker {
       if (!this.#seen.has(value)) {
         this.#seen.add(value);
         this.#order.push(value);
-        if (this.#page !== undefined && !this.#owners.has(value)) {
-          this.#owners.set(value, this.#page);
-        }
+      }
+      // The walk meets pages from the last: what pages share goes to the first of them.
+      const owner = this.#owners.get(value);
+      if (
+        this.#page !== undefined &&
+        !this.#fixed.has(value) &&
+        (owner === undefined || owner > this.#page)
+      ) {
+        this.#owners.set(value, this.#page);
       }
       return true;
     }

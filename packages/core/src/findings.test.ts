@@ -9,7 +9,7 @@ import {
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from './disarm.ts';
-import { FindingTally, MAX_FINDING_LOCATIONS } from './findings.ts';
+import { FindingTally, MAX_FINDING_LOCATIONS, MAX_LOCATION_CHARS } from './findings.ts';
 import type { Finding, FindingKind } from './findings.ts';
 import { cleaned } from './test-support.ts';
 
@@ -74,6 +74,25 @@ describe('FindingTally', () => {
     // A place already listed still counts when it comes again.
     expect(finding?.locations?.[0]).toEqual({ page: 1, count: 2 });
     expect(finding?.locations?.at(-1)).toEqual({ page: MAX_FINDING_LOCATIONS, count: 1 });
+  });
+
+  it(`does not list a location whose names run past ${MAX_LOCATION_CHARS} characters`, () => {
+    const tally = new FindingTally();
+    const archive = tally.at({ member: ['x'.repeat(600)] });
+    // 600 + 424 characters are listed; one more is not.
+    archive.at({ part: 'y'.repeat(424) }).add('vba-macro');
+    archive.at({ part: 'y'.repeat(425) }).add('vba-macro');
+    archive
+      .at({ member: ['a.xlsm'] })
+      .at({ part: 'y'.repeat(1_000) })
+      .add('vba-macro');
+    expect(tally.toArray()).toEqual([
+      {
+        kind: 'vba-macro',
+        count: 3,
+        locations: [{ member: ['x'.repeat(600)], part: 'y'.repeat(424), count: 1 }],
+      },
+    ]);
   });
 });
 

@@ -33,6 +33,13 @@ export type FindingKind =
 export const MAX_FINDING_LOCATIONS = 50;
 
 /**
+ * Most characters the names of one location may hold together (member path, part, sheet): names
+ * come from the file (a zip entry name may be 65 535 bytes long), and a location that runs past
+ * this is not listed, so the report stays small. The kind's `count` still counts it.
+ */
+export const MAX_LOCATION_CHARS = 1024;
+
+/**
  * Where items of one kind were removed, as far as the format tells: each field is present only
  * when it applies, so a document-level PDF script in a top-level file has no location at all.
  */
@@ -45,7 +52,7 @@ export interface FindingLocation {
   readonly member?: readonly string[];
   /** Package part (OOXML, ODF): its path in the package, e.g. `word/document.xml`, `content.xml`. */
   readonly part?: string;
-  /** Spreadsheet sheet name (xlsx, xlsm, xlsb, ods) when the part is a sheet. */
+  /** Sheet name when the part is a sheet of a workbook (xlsx, xlsm, xlsb and their kin). */
   readonly sheet?: string;
   /** PDF page, 1-based. */
   readonly page?: number;
@@ -60,7 +67,8 @@ export type FindingPlace = Omit<FindingLocation, 'count'>;
  * One line of a rebuild's report: how many items of one kind were removed, and where. `count`
  * covers every item; `locations` (omitted when none is known) lists at most
  * {@link MAX_FINDING_LOCATIONS} places, in the order found, so their counts add up to `count` or
- * less: the rest were document-wide (nowhere more precise to name) or past the limit.
+ * less: the rest were document-wide (nowhere more precise to name) or past the limits (see also
+ * {@link MAX_LOCATION_CHARS}).
  */
 export interface Finding {
   readonly kind: FindingKind;
@@ -190,16 +198,23 @@ function within(outer: FindingPlace, inner: FindingPlace): FindingPlace {
   };
 }
 
-/** Adds `count` at `place`; a place with no field, or one past the limit, adds nothing. */
+/** Adds `count` at `place`; a place with no field, or one past the limits, adds nothing. */
 function record(entry: KindEntry, place: FindingPlace, count: number): void {
   const nowhere =
     place.member === undefined &&
     place.part === undefined &&
     place.sheet === undefined &&
     place.page === undefined;
-  if (count <= 0 || nowhere) return;
+  if (count <= 0 || nowhere || charsOf(place) > MAX_LOCATION_CHARS) return;
   const key = JSON.stringify([place.member, place.part, place.sheet, place.page]);
   const known = entry.locations.get(key);
   if (known) known.count += count;
   else if (entry.locations.size < MAX_FINDING_LOCATIONS) entry.locations.set(key, { place, count });
+}
+
+/** The characters of a place's names. */
+function charsOf(place: FindingPlace): number {
+  let chars = (place.part?.length ?? 0) + (place.sheet?.length ?? 0);
+  for (const name of place.member ?? []) chars += name.length;
+  return chars;
 }

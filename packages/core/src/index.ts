@@ -6,7 +6,7 @@ export { DisarmError, isDisarmError } from './errors.ts';
 export type { DisarmErrorCode } from './errors.ts';
 export { REJECTION_REASONS } from './reasons.ts';
 export type { RejectionReason } from './reasons.ts';
-export { FINDING_KINDS, MAX_FINDING_LOCATIONS } from './findings.ts';
+export { FINDING_KINDS, MAX_FINDING_LOCATIONS, MAX_LOCATION_CHARS } from './findings.ts';
 export type { Finding, FindingKind, FindingLocation } from './findings.ts';
 export type { Policy, PolicyAction } from './policy.ts';
 export { DEFAULT_LIMITS, resolveLimits } from './limits.ts';

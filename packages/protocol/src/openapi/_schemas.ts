@@ -1,4 +1,9 @@
-import { FINDING_KINDS, MAX_FINDING_LOCATIONS, REJECTION_REASONS } from '@disarm/core';
+import {
+  FINDING_KINDS,
+  MAX_FINDING_LOCATIONS,
+  MAX_LOCATION_CHARS,
+  REJECTION_REASONS,
+} from '@disarm/core';
 
 import { MAX_REASON_DETAIL_CHARS } from '../documents/reason-detail.ts';
 import { PLANS } from '../domain/plans.ts';
@@ -50,14 +55,13 @@ function absent(members: readonly string[]): SchemaObject {
 /** Where in the submitted file items of one kind were removed. */
 const findingLocation: SchemaObject = {
   type: 'object',
-  description:
-    'Where items of one kind were removed, as far as the format tells: a member only applies inside an archive, a part inside an Office or OpenDocument package, a sheet for a workbook sheet, a page inside a PDF. Absent members do not apply.',
+  description: `Where items of one kind were removed, as far as the format tells: a member only applies inside an archive, a part inside an Office or OpenDocument package, a sheet for a workbook sheet, a page inside a PDF. Absent members do not apply. The names of one location hold at most ${MAX_LOCATION_CHARS} characters together; a location with longer names is not listed.`,
   required: ['count'],
   additionalProperties: false,
   properties: {
     member: {
       type: 'array',
-      items: { type: 'string', minLength: 1 },
+      items: { type: 'string', minLength: 1, maxLength: MAX_LOCATION_CHARS },
       minItems: 1,
       description:
         'Archive member path, outermost archive first: `["bundle.zip", "docs/report.pdf"]` is docs/report.pdf inside bundle.zip inside the submitted archive. Names as submitted (before a converted member takes its new extension).',
@@ -66,12 +70,14 @@ const findingLocation: SchemaObject = {
     part: {
       type: 'string',
       minLength: 1,
+      maxLength: MAX_LOCATION_CHARS,
       description:
         'Package part, as its path in the package: `word/document.xml`, `xl/vbaProject.bin`, `content.xml`, or a folder such as `Basic/`.',
       examples: ['word/vbaProject.bin'],
     },
     sheet: {
       type: 'string',
+      maxLength: MAX_LOCATION_CHARS,
       description: 'Sheet name, when the part is a sheet of an Office workbook.',
       examples: ['Sheet1'],
     },

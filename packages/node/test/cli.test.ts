@@ -82,6 +82,10 @@ describe('disarm clean', () => {
       status: 'cleaned',
       output: 'out/nested/bundle.zip',
       outputFormat: 'zip',
+      // Inside an archive, a finding names the member it was found in.
+      findings: [
+        { kind: 'image-metadata', count: 1, locations: [{ member: ['inside.png'], count: 1 }] },
+      ],
     });
     expect(records.get('in/eicar.com')).toEqual({
       input: 'in/eicar.com',

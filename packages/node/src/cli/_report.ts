@@ -1,3 +1,5 @@
+import type { Finding } from '@disarm/core';
+
 import type { JobResult } from '../pool/types.ts';
 
 /** One line of `disarm clean --json`: absent fields are omitted, never `null`. */
@@ -11,7 +13,8 @@ export interface CleanRecord {
   /** Extension of the returned format. */
   readonly outputFormat?: string;
   readonly modifications?: readonly string[];
-  readonly findings?: readonly { readonly kind: string; readonly count: number }[];
+  /** What the rebuild removed, by kind, with `locations` where the engine knows them. */
+  readonly findings?: readonly Finding[];
   readonly detail?: string;
 }
 
@@ -25,7 +28,9 @@ export function toCleanRecord(input: string, result: JobResult, output: string):
         output,
         outputFormat: result.format,
         modifications: result.modifications,
-        findings: result.findings.map(({ kind, count }) => ({ kind, count })),
+        findings: result.findings.map(({ kind, count, locations }) =>
+          locations === undefined ? { kind, count } : { kind, count, locations },
+        ),
       };
     case 'rejected':
       return result.threatNames === undefined

@@ -247,7 +247,9 @@ Exit status:
 
 JSON lines (--json), one per input file, absent fields omitted:
   {"input","status":"cleaned"|"rejected"|"failed","reason","threatNames","output",
-   "outputFormat","modifications","findings":[{"kind","count"}],"detail"}
+   "outputFormat","modifications","findings":[{"kind","count","locations"}],"detail"}
+  A finding's locations (omitted when none is known) say where it was found:
+  {"member":[archive member path, outermost first],"part","sheet","page","count"}
 
 Policy kinds (--policy KIND=reject refuses a file carrying KIND; the default strips it):
 ${kinds.join('\n')}

@@ -54,7 +54,7 @@ export interface CleanedJobResult {
   /** IANA media type of the returned format. */
   readonly mediaType: string;
   readonly modifications: readonly Modification[];
-  /** What the rebuild removed, by kind. */
+  /** What the rebuild removed, by kind, with where it was found (see `Finding`). */
   readonly findings: readonly Finding[];
   /** Size of the written copy in bytes. */
   readonly bytes: number;

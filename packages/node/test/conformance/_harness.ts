@@ -110,6 +110,11 @@ export interface Envelope {
   outcome?: string;
   modifications?: string[];
   outputFormat?: string;
+  findings?: {
+    kind: string;
+    count: number;
+    locations: { member?: string[]; part?: string; sheet?: string; page?: number; count: number }[];
+  }[];
   reason?: string;
   reasonDetail?: string;
   threatNames?: string[];

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { buildImage, buildZip, EICAR_TEST_FILE } from '@disarm/fixtures';
+import { buildImage, buildTextPdf, buildZip, EICAR_TEST_FILE } from '@disarm/fixtures';
 import { cryptoRandom, generateApiKey } from '@disarm/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -88,6 +88,7 @@ export function defineConformanceSuite(
           status: 'completed',
           outcome: 'cleaned',
           modifications: ['rebuilt'],
+          findings: [{ kind: 'image-metadata', count: 1, locations: [] }],
         });
         expect(done.outputFormat).toBeUndefined();
         expect(done.reason).toBeUndefined();
@@ -150,6 +151,53 @@ export function defineConformanceSuite(
         expect(envelope.helpUrl).toBeTypeOf('string');
         expect(envelope.downloadUrl).toBeUndefined();
         expect(envelope.outcome).toBeUndefined();
+        expect(envelope.findings).toBeUndefined();
+      });
+
+      it('completed envelopes say what was removed and where: a script on page 2 of a PDF in a zip', async () => {
+        // A link whose action is a script on page 2, and a script run when the document opens.
+        const pdf = buildTextPdf({
+          pages: ['one', 'two'],
+          pageEntries: ['', '/Annots [100 0 R]'],
+          objects: [
+            {
+              num: 100,
+              body: '<< /Type /Annot /Subtype /Link /Rect [72 600 300 640] /A << /S /JavaScript /JS (app.alert\\(1\\)) >> >>',
+            },
+          ],
+          catalog: '/OpenAction << /S /JavaScript /JS (app.alert\\(0\\)) >>',
+        });
+        const zip = await buildZip([
+          { name: 'photo.png', data: png },
+          { name: 'docs/report.pdf', data: pdf },
+        ]);
+        const response = await submit(
+          client,
+          key,
+          '?wait=true',
+          multipart({ name: 'bundle.zip', bytes: zip }),
+        );
+        expect(response.status).toBe(200);
+        const envelope = (await response.json()) as Envelope;
+        const findings = [
+          {
+            kind: 'image-metadata',
+            count: 1,
+            locations: [{ member: ['photo.png'], count: 1 }],
+          },
+          {
+            kind: 'pdf-javascript',
+            count: 2,
+            locations: [
+              { member: ['docs/report.pdf'], page: 2, count: 1 },
+              { member: ['docs/report.pdf'], count: 1 },
+            ],
+          },
+        ];
+        expect(envelope).toMatchObject({ status: 'completed', findings });
+        // Read back from the store, the same findings.
+        const status = await client.api(`/v1/documents/${envelope.id}`, { headers: headers() });
+        expect(((await status.json()) as Envelope).findings).toEqual(findings);
       });
 
       it('converted files say so: gz comes back as zip', async () => {

@@ -1,3 +1,5 @@
+import type { Finding, FindingKind, FindingLocation } from '@disarm/core';
+
 import type { DocumentRecord } from '../domain/types.ts';
 import type { ApiContext } from '../http/context.ts';
 import { fallbackReasonDetail } from './reason-detail.ts';
@@ -11,6 +13,8 @@ export interface DocumentEnvelope {
   readonly outcome?: 'cleaned';
   readonly modifications?: readonly ('rebuilt' | 'converted')[];
   readonly outputFormat?: string;
+  /** Completed only: what the rebuild removed, by kind, with where (`[]` when nothing). */
+  readonly findings?: readonly EnvelopeFinding[];
   readonly reason?: string;
   /** One sentence on why (what was found, which member, which limit); present with `reason`. */
   readonly reasonDetail?: string;
@@ -23,6 +27,31 @@ export interface DocumentEnvelope {
   readonly helpUrl?: string;
   readonly deleteAfterDownload?: true;
   readonly deletedAt?: string;
+}
+
+/** One finding in the envelope: `locations` is always there, empty when none is known. */
+export interface EnvelopeFinding {
+  readonly kind: FindingKind;
+  readonly count: number;
+  readonly locations: readonly FindingLocation[];
+}
+
+/**
+ * A stored finding as the envelope shows it: only the members the API documents, and
+ * `locations: []` for findings recorded without any (documents completed before locations were).
+ */
+export function toEnvelopeFinding(finding: Finding): EnvelopeFinding {
+  return {
+    kind: finding.kind,
+    count: finding.count,
+    locations: (finding.locations ?? []).map(({ member, part, sheet, page, count }) => ({
+      ...(member !== undefined && { member }),
+      ...(part !== undefined && { part }),
+      ...(sheet !== undefined && { sheet }),
+      ...(page !== undefined && { page }),
+      count,
+    })),
+  };
 }
 
 /** Where to poll a document; carries the `statusStyle=202` opt-in when the submission used it. */
@@ -71,6 +100,7 @@ export async function toEnvelope(
             ? (['rebuilt', 'converted'] as const)
             : (['rebuilt'] as const),
           ...(output.converted ? { outputFormat: output.format } : {}),
+          findings: output.findings.map(toEnvelopeFinding),
         }
       : {}),
     ...(terminalNotCompleted && document.reason !== null

@@ -1,4 +1,9 @@
-import { FINDING_KINDS, REJECTION_REASONS } from '@disarm/core';
+import {
+  FINDING_KINDS,
+  MAX_FINDING_LOCATIONS,
+  MAX_LOCATION_CHARS,
+  REJECTION_REASONS,
+} from '@disarm/core';
 
 import { MAX_REASON_DETAIL_CHARS } from '../documents/reason-detail.ts';
 import { PLANS } from '../domain/plans.ts';
@@ -35,6 +40,7 @@ const COMPLETED_ONLY = [
   'outcome',
   'modifications',
   'outputFormat',
+  'findings',
   'downloadUrl',
   'downloadExpiresAt',
 ];
@@ -45,6 +51,71 @@ const TERMINAL_NOT_COMPLETED_ONLY = ['reason', 'reasonDetail', 'threatNames', 'h
 function absent(members: readonly string[]): SchemaObject {
   return { not: { anyOf: members.map((member) => ({ required: [member] })) } };
 }
+
+/** Where in the submitted file items of one kind were removed. */
+const findingLocation: SchemaObject = {
+  type: 'object',
+  description: `Where items of one kind were removed, as far as the format tells: a member only applies inside an archive, a part inside an Office or OpenDocument package, a sheet for a workbook sheet, a page inside a PDF. Absent members do not apply. The names of one location hold at most ${MAX_LOCATION_CHARS} characters together; a location with longer names is not listed.`,
+  required: ['count'],
+  additionalProperties: false,
+  properties: {
+    member: {
+      type: 'array',
+      items: { type: 'string', minLength: 1, maxLength: MAX_LOCATION_CHARS },
+      minItems: 1,
+      description:
+        'Archive member path, outermost archive first: `["bundle.zip", "docs/report.pdf"]` is docs/report.pdf inside bundle.zip inside the submitted archive. Names as submitted (before a converted member takes its new extension).',
+      examples: [['bundle.zip', 'docs/report.pdf']],
+    },
+    part: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_LOCATION_CHARS,
+      description:
+        'Package part, as its path in the package: `word/document.xml`, `xl/vbaProject.bin`, `content.xml`, or a folder such as `Basic/`.',
+      examples: ['word/vbaProject.bin'],
+    },
+    sheet: {
+      type: 'string',
+      maxLength: MAX_LOCATION_CHARS,
+      description: 'Sheet name, when the part is a sheet of an Office workbook.',
+      examples: ['Sheet1'],
+    },
+    page: { ...int32(1), description: 'PDF page, 1-based.' },
+    count: { ...int32(1), description: 'Items of the kind removed at this location.' },
+  },
+};
+
+/** What the rebuild removed, by kind. */
+const finding: SchemaObject = {
+  type: 'object',
+  description: `What the rebuild removed, by kind. \`count\` covers every item; \`locations\` lists at most ${MAX_FINDING_LOCATIONS} places, in the order found, so their counts add up to \`count\` or less: the rest were document-wide (no more precise place to name) or past the limit. Documents completed before locations were recorded carry an empty list.`,
+  required: ['kind', 'count', 'locations'],
+  additionalProperties: false,
+  properties: {
+    kind: {
+      type: 'string',
+      enum: FINDING_KIND_NAMES,
+      description: 'What was removed (the same names as the organisation policy uses).',
+    },
+    count: { ...int32(1), description: 'Items of this kind removed from the whole file.' },
+    locations: {
+      type: 'array',
+      items: schemaRef('FindingLocation'),
+      maxItems: MAX_FINDING_LOCATIONS,
+    },
+  },
+  examples: [
+    {
+      kind: 'pdf-javascript',
+      count: 2,
+      locations: [
+        { member: ['bundle.zip', 'docs/report.pdf'], page: 2, count: 1 },
+        { member: ['bundle.zip', 'docs/report.pdf'], count: 1 },
+      ],
+    },
+  ],
+};
 
 /** The document envelope, with its "completed only" / "in flight only" rules. */
 const documentEnvelope: SchemaObject = {
@@ -89,6 +160,12 @@ const documentEnvelope: SchemaObject = {
       minLength: 1,
       description:
         'Only with `converted`: the format the cleaned file is returned in (e.g. `pdf`).',
+    },
+    findings: {
+      type: 'array',
+      items: schemaRef('Finding'),
+      description:
+        'Completed only (an addition to the v1 envelope; clients that ignore unknown members are unaffected): what the rebuild removed, one item per kind, sorted by kind, with where it was found. An empty array when nothing was removed. Rejected and failed documents carry none: their `reasonDetail` says why.',
     },
     reason: {
       type: 'string',
@@ -146,7 +223,10 @@ const documentEnvelope: SchemaObject = {
     {
       if: { properties: { status: { const: 'completed' } } },
       then: {
-        allOf: [{ required: ['outcome', 'modifications'] }, absent(TERMINAL_NOT_COMPLETED_ONLY)],
+        allOf: [
+          { required: ['outcome', 'modifications', 'findings'] },
+          absent(TERMINAL_NOT_COMPLETED_ONLY),
+        ],
       },
     },
     {
@@ -784,6 +864,8 @@ const signingKey: SchemaObject = {
 /** Every component schema by name. */
 export const SCHEMAS = {
   Document: documentEnvelope,
+  Finding: finding,
+  FindingLocation: findingLocation,
   Account: account,
   UploadCreate: uploadCreate,
   Upload: uploadEnvelope,

@@ -199,6 +199,7 @@ const EXAMPLE_ID = 'doc_8k2m4q7w9x1c3v5b6n0p';
 function documentExamples(base: string): {
   readonly pending: ExampleObject;
   readonly completed: ExampleObject;
+  readonly completedWithFindings: ExampleObject;
   readonly rejected: ExampleObject;
 } {
   const statusUrl = `${base}/v1/documents/${EXAMPLE_ID}`;
@@ -222,6 +223,37 @@ function documentExamples(base: string): {
         outcome: 'cleaned',
         modifications: ['rebuilt', 'converted'],
         outputFormat: 'pdf',
+        findings: [{ kind: 'script', count: 2, locations: [] }],
+        submittedAt: '2025-03-01T10:00:00.000Z',
+        completedAt: '2025-03-01T10:00:03.000Z',
+        downloadUrl:
+          'https://storage.example.com/blobs/outputs/doc_8k2m4q7w9x1c3v5b6n0p?sig=Xq3v9J2kPa',
+        downloadExpiresAt: '2025-03-02T10:00:03.000Z',
+      },
+    },
+    completedWithFindings: {
+      summary: 'Completed: an archive whose macros and PDF scripts were removed',
+      value: {
+        id: EXAMPLE_ID,
+        status: 'completed',
+        statusUrl,
+        outcome: 'cleaned',
+        modifications: ['rebuilt'],
+        findings: [
+          {
+            kind: 'pdf-javascript',
+            count: 2,
+            locations: [
+              { member: ['bundle.zip', 'docs/report.pdf'], page: 2, count: 1 },
+              { member: ['bundle.zip', 'docs/report.pdf'], count: 1 },
+            ],
+          },
+          {
+            kind: 'vba-macro',
+            count: 1,
+            locations: [{ member: ['budget.xlsm'], part: 'xl/vbaProject.bin', count: 1 }],
+          },
+        ],
         submittedAt: '2025-03-01T10:00:00.000Z',
         completedAt: '2025-03-01T10:00:03.000Z',
         downloadUrl:
@@ -354,7 +386,11 @@ function documentPaths(base: string, rateLimitRequired: boolean): Record<string,
           ...USAGE_HEADERS,
           ...rateLimitHeaders(rateLimitRequired),
         },
-        examples: { completed: examples.completed, rejected: examples.rejected },
+        examples: {
+          completed: examples.completed,
+          completedWithFindings: examples.completedWithFindings,
+          rejected: examples.rejected,
+        },
       }),
       '202': jsonResponse({
         description:

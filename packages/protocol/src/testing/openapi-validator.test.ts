@@ -59,6 +59,14 @@ const completed = {
   statusUrl: DOC_URL,
   outcome: 'cleaned',
   modifications: ['rebuilt'],
+  findings: [
+    {
+      kind: 'pdf-javascript',
+      count: 2,
+      locations: [{ member: ['bundle.zip', 'a.pdf'], page: 2, count: 1 }],
+    },
+    { kind: 'vba-macro', count: 1, locations: [{ part: 'xl/vbaProject.bin', count: 1 }] },
+  ],
   submittedAt: '2025-03-01T10:00:00Z',
   completedAt: '2025-03-01T10:00:02Z',
   downloadUrl: 'https://storage.example.com/blobs/x?sig=1',
@@ -308,6 +316,30 @@ describe('createOpenApiValidator', () => {
     expect(check({ ...completed, deleteAfterDownload: true })).toEqual([
       expect.stringContaining('body must not carry downloadUrl here'),
     ]);
+    // A completed document always says what was removed, `[]` when nothing; with where.
+    expect(check({ ...completed, findings: [] })).toEqual([]);
+    expect(check(without(completed, 'findings'))).toEqual([
+      expect.stringContaining("body must have required property 'findings'"),
+    ]);
+    const located = (location: Record<string, unknown>): Record<string, unknown> => ({
+      ...completed,
+      findings: [{ kind: 'pdf-action', count: 1, locations: [{ count: 1, ...location }] }],
+    });
+    expect(check(located({ page: 3, sheet: 'Sheet1' }))).toEqual([]);
+    expect(check(located({ page: 0 }))).toEqual([
+      expect.stringContaining('body/findings/0/locations/0/page must be >= 1'),
+    ]);
+    expect(check(located({ member: [] }))).toEqual([
+      expect.stringContaining(
+        'body/findings/0/locations/0/member must NOT have fewer than 1 items',
+      ),
+    ]);
+    expect(check(located({ line: 4 }))).toEqual([
+      expect.stringContaining('must NOT have additional properties: line'),
+    ]);
+    expect(check({ ...completed, findings: [{ kind: 'pdf-action', count: 1 }] })).toEqual([
+      expect.stringContaining("must have required property 'locations'"),
+    ]);
     const failed = {
       id: 'doc_1',
       status: 'failed',
@@ -328,6 +360,10 @@ describe('createOpenApiValidator', () => {
       ]),
     );
     expect(check({ ...completed, reasonDetail: 'x' })).not.toEqual([]);
+    // A rejected or failed document says why in reasonDetail, never in findings.
+    expect(check({ ...failed, findings: [] })).toEqual([
+      expect.stringContaining('body must not carry findings here'),
+    ]);
     expect(check({ ...failed, reasonDetail: 'x'.repeat(501) })).toEqual(
       expect.arrayContaining([
         expect.stringContaining('body/reasonDetail must NOT have more than 500 characters'),

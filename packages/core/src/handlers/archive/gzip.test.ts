@@ -42,10 +42,15 @@ describe('gz rebuild', () => {
     expect(outcome.mediaType).toBe('application/zip');
     expect(outcome.modifications).toEqual(['rebuilt', 'converted']);
     expect(await names(outcome.bytes)).toEqual(['photo.png']);
+    // The comment is the gzip header's own; the EXIF is the inner file's.
     expect(outcome.findings).toEqual(
       expect.arrayContaining([
         { kind: 'archive-comment', count: 1 },
-        { kind: 'image-metadata', count: 1 },
+        {
+          kind: 'image-metadata',
+          count: 1,
+          locations: [{ member: ['photo.png'], count: 1 }],
+        },
       ]),
     );
   });

@@ -139,7 +139,7 @@ export async function rebuildGzip(
   }
   verdict.throwIfLost();
   if (!rebuilt) throw new Rejection('invalid_file', 'the compressed file could not be rebuilt');
-  findings.addAll(rebuilt.findings);
+  findings.at({ member: [innerName] }).addAll(rebuilt.findings);
   const bytes = await writeZip([
     {
       path: rebuilt.fileName,

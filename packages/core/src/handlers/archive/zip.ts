@@ -60,8 +60,9 @@ export async function rebuildZip(
     for (const [index, member] of listing.members.entries()) {
       context.deadline.check();
       const name = names[index];
-      if (member.commentBytes > 0) findings.add('archive-comment');
-      if (hasForeignExtraFields(member)) findings.add('archive-metadata');
+      const here = findings.at({ member: [name?.path ?? member.name] });
+      if (member.commentBytes > 0) here.add('archive-comment');
+      if (hasForeignExtraFields(member)) here.add('archive-metadata');
       if (member.isDirectory) {
         if (name)
           entries.push({ path: `${name.path}/`, directory: true, modifiedAt: member.modifiedAt });
@@ -78,7 +79,7 @@ export async function rebuildZip(
       }
       const rebuilt = await verdict.capture(context.processMember(memberInput, input.bytes), what);
       if (rebuilt) {
-        findings.addAll(rebuilt.findings);
+        here.addAll(rebuilt.findings);
         entries.push(toWriteEntry(rebuilt, name, member, taken));
       } else if (hidesArchive(memberInput)) {
         verdict.addThreats(await context.scanMember(memberInput, input.bytes));

@@ -134,7 +134,7 @@ async function rebuildPackage(
       // A chart: its content and styles are rewritten below; nothing else of it is needed.
       const inside = name.slice(folder.length + 1);
       if (!CHART_STREAMS.includes(inside) && !['meta.xml', 'settings.xml', ''].includes(inside)) {
-        findings.add('hidden-data');
+        findings.at({ part: name }).add('hidden-data');
       }
     } else if (
       (isPicture && ODF_IMAGE_TYPES[extension] !== undefined) ||
@@ -142,15 +142,15 @@ async function rebuildPackage(
     ) {
       pictures.push(member);
     } else if (MACRO_FOLDERS.has(top)) {
-      if (!countedObjects.has(top)) findings.add('odf-macro');
+      if (!countedObjects.has(top)) findings.at({ part: folderOf(name) }).add('odf-macro');
       countedObjects.add(top);
     } else if (/^object \d+$/i.test(top) || /^object \d+$/i.test(name.split('/')[0] ?? '')) {
-      if (!countedObjects.has(top)) findings.add('embedded-object');
+      if (!countedObjects.has(top)) findings.at({ part: folderOf(name) }).add('embedded-object');
       countedObjects.add(top);
     } else if (top === 'configurations2') {
       // Toolbars and menus may bind macros; the folder is dropped either way.
       if (/vnd\.sun\.star\.script:|macro:/i.test(new TextDecoder().decode(await member.read()))) {
-        findings.add('odf-macro');
+        findings.at({ part: name }).add('odf-macro');
       }
     } else if (
       folded !== 'settings.xml' &&
@@ -158,7 +158,7 @@ async function rebuildPackage(
       top !== 'objectreplacements' &&
       folded !== 'layout-cache'
     ) {
-      findings.add('hidden-data');
+      findings.at({ part: name }).add('hidden-data');
     }
   }
   // Pictures are rebuilt one per CPU at once, and written in the package's order.
@@ -170,7 +170,12 @@ async function rebuildPackage(
     // A replacement image of another kind goes with its object, as before it was kept.
     if (extension === undefined) return;
     const fileName = replacement ? `${member.name}.${extension}` : member.name;
-    const rebuilt = await rebuildPackageImage({ bytes, fileName }, pkg, context, findings);
+    const rebuilt = await rebuildPackageImage(
+      { bytes, fileName },
+      pkg,
+      context,
+      findings.at({ part: member.name }),
+    );
     if (rebuilt) rebuiltPictures.set(member, { bytes: rebuilt, extension });
   });
   for (const member of pictures) {
@@ -208,7 +213,7 @@ async function rebuildPackage(
       yield* rewriteOdfStream(
         source,
         stream,
-        { kept, meta: stream === 'meta.xml', findings },
+        { kept, meta: stream === 'meta.xml', findings: findings.at({ part: stream }) },
         pace,
       );
     };
@@ -234,7 +239,7 @@ async function rebuildPackage(
         yield* rewriteOdfStream(
           await member.read(),
           path,
-          { kept: SELF, meta: false, findings },
+          { kept: SELF, meta: false, findings: findings.at({ part: path }) },
           pace,
         );
       };
@@ -386,4 +391,9 @@ function escape(value: string): string {
   return value.replace(/[&<>"]/g, (c) =>
     c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&quot;',
   );
+}
+
+/** The top folder of a member path, as the manifest names a folder (`Basic/`, `Object 1/`). */
+function folderOf(name: string): string {
+  return `${name.split('/')[0] ?? name}/`;
 }

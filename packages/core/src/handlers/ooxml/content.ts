@@ -476,6 +476,29 @@ const WORKBOOK_TYPES: ReadonlySet<string> = new Set([
   'application/vnd.ms-excel.addin.macroenabled.main+xml',
 ]);
 
+/** Whether a lower-cased content type is a workbook part (xlsx, xlsm, xltx, xltm, xlam). */
+export function isWorkbookType(contentType: string): boolean {
+  return WORKBOOK_TYPES.has(contentType.toLowerCase());
+}
+
+/**
+ * The sheets a workbook part names (ECMA-376 Part 1 §18.2.19): relationship id -> sheet name.
+ * @throws {Rejection} `invalid_file` when the part does not read as XML.
+ */
+export function sheetNamesById(bytes: Uint8Array, what: string): ReadonlyMap<string, string> {
+  const names = new Map<string, string>();
+  walkXml(bytes, what, {
+    open(element, ancestors) {
+      if (element.uri !== NS.s || element.localName !== 'sheet') return;
+      if (ancestors.at(-1)?.localName !== 'sheets') return;
+      const id = attribute(element, NS.r, 'id');
+      const name = attribute(element, '', 'name');
+      if (id !== undefined && name !== undefined) names.set(id, name);
+    },
+  });
+  return names;
+}
+
 /** Where each sheet of a workbook goes once the sheets whose parts were dropped are gone. */
 interface SheetPlan {
   /** Old sheet index -> new index, or -1 for a dropped sheet. */

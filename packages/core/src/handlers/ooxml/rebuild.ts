@@ -14,8 +14,9 @@ import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
+import type { FindingPlace } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
-import { pivotCacheRefusal, rewritePart } from './content.ts';
+import { isWorkbookType, pivotCacheRefusal, rewritePart, sheetNamesById } from './content.ts';
 import {
   contentTypeOf,
   memberOf,
@@ -37,7 +38,12 @@ import {
   PIVOT_TABLE_TYPE,
   RELATIONSHIPS_TYPE,
 } from './parts.ts';
-import { isBinaryPartType, rewriteBinaryPart } from './xlsb.ts';
+import {
+  binarySheetNamesById,
+  isBinaryPartType,
+  isBinaryWorkbookType,
+  rewriteBinaryPart,
+} from './xlsb.ts';
 import { metafileKindOf } from '../image/metafile/metafile.ts';
 
 interface KeptPart {
@@ -111,7 +117,7 @@ async function rebuildPackage(
   // are checked for verify before release in a worker thread while they are written.
   const checkedParts = new Map<string, Promise<PartCheckResult>>();
   const bytes = await writePackage([...walk.parts.values()], (part) => {
-    const chunks = partBytes(part, findings, context);
+    const chunks = partBytes(part, findings.at(walk.placeOf(part.name)), context);
     const contentType = part.contentType.toLowerCase();
     if (!isXmlType(contentType) || isBinaryPartType(contentType)) return chunks;
     return checkedWhileWritten(
@@ -179,6 +185,8 @@ class PackageWalk {
   /** Folded part name -> whether it is kept; decided once, when first reached. */
   readonly #decided = new Map<string, boolean>();
   readonly #counted = new Set<string>();
+  /** Folded part name -> the name of the sheet it is, as the workbook names it. */
+  readonly #sheets = new Map<string, string>();
   readonly #images: PendingImage[] = [];
   readonly #pkg: OfficePackage;
   readonly #types: ContentTypes;
@@ -214,9 +222,11 @@ class PackageWalk {
       if (!relsMember) continue;
       const rels = await relsMember.read();
       const incomplete = (): void => {
-        this.#findings.add('hidden-data');
+        this.#findings.at({ part: relsName }).add('hidden-data');
       };
-      for (const relationship of parseRelationships(rels, `part /${relsName}`, incomplete)) {
+      const relationships = parseRelationships(rels, `part /${relsName}`, incomplete);
+      await this.#nameSheets(next, relationships);
+      for (const relationship of relationships) {
         const target = this.#follow(next, relationship);
         if (target === false || (target && !(await this.#admitted(target)))) continue;
         next.relationships.push(relationship);
@@ -237,7 +247,7 @@ class PackageWalk {
     const refusal = part.source && pivotCacheRefusal(await part.source.read(), `part ${part.name}`);
     if (refusal === undefined) return true;
     this.#withdraw(new Set([part.name.toLowerCase()]));
-    this.#findings.add(refusal);
+    this.#findings.at(this.placeOf(part.name)).add(refusal);
     return false;
   }
 
@@ -259,7 +269,7 @@ class PackageWalk {
       );
       if (cached) continue;
       orphans.add(part.name.toLowerCase());
-      this.#findings.add('hidden-data');
+      this.#findings.at(this.placeOf(part.name)).add('hidden-data');
     }
     this.#withdraw(orphans);
   }
@@ -288,7 +298,7 @@ class PackageWalk {
       if (relationship.type === HYPERLINK_RELATIONSHIP && isSafeHyperlink(relationship.target)) {
         return undefined;
       }
-      this.#findings.add('external-relationship');
+      this.#findings.at(this.placeOf(source.name)).add('external-relationship');
       return false;
     }
     if (isRegeneratedPart(relationship.type)) {
@@ -309,7 +319,7 @@ class PackageWalk {
     if (contentType === undefined || !isAllowedTarget(relationship.type, contentType)) {
       if (!this.#counted.has(folded) && this.#decided.get(folded) !== true) {
         this.#counted.add(folded);
-        this.#findings.add(droppedKind(relationship.type, contentType));
+        this.#findings.at(this.placeOf(partName)).add(droppedKind(relationship.type, contentType));
       }
       return false;
     }
@@ -355,10 +365,47 @@ class PackageWalk {
       { bytes, fileName: `${stem}.${extension}` },
       this.#pkg,
       this.#context,
-      this.#findings,
+      this.#findings.at(this.placeOf(partName)),
     );
     if (!rebuilt) this.#counted.add(partName.toLowerCase());
     return rebuilt;
+  }
+
+  /**
+   * Where a finding in a part is reported: the part's path in the package and, for a sheet of a
+   * workbook, the sheet's name. The package relationships (`/`) report as their own part.
+   */
+  placeOf(partName: string): FindingPlace {
+    if (partName === PACKAGE_ROOT) return { part: relationshipsPartOf(PACKAGE_ROOT) };
+    const sheet = this.#sheets.get(partName.toLowerCase());
+    return { part: partName.slice(1), ...(sheet !== undefined && { sheet }) };
+  }
+
+  /**
+   * Learns the sheet names of a workbook part (ECMA-376 Part 1 §18.2.19 `sheet`, [MS-XLSB]
+   * 2.4.304 BrtBundleSh: the name and the relationship id of its part) before its relationships
+   * are followed, so findings in a sheet part name the sheet. A workbook that does not read names
+   * none here; its rewrite decides what that means.
+   */
+  async #nameSheets(part: KeptPart, relationships: readonly Relationship[]): Promise<void> {
+    const binary = isBinaryWorkbookType(part.contentType);
+    if ((!binary && !isWorkbookType(part.contentType)) || part.source === undefined) return;
+    const bytes = part.source instanceof Uint8Array ? part.source : await part.source.read();
+    const what = `part ${part.name}`;
+    let names: ReadonlyMap<string, string>;
+    try {
+      names = binary ? binarySheetNamesById(bytes, what) : sheetNamesById(bytes, what);
+    } catch (error) {
+      if (error instanceof Rejection) return;
+      throw error;
+    }
+    for (const relationship of relationships) {
+      const name = names.get(relationship.id);
+      const target = relationship.external
+        ? undefined
+        : resolveTarget(part.name, relationship.target);
+      if (name !== undefined && target !== undefined) this.#sheets.set(target.toLowerCase(), name);
+    }
   }
 
   /** Members no kept relationship reaches are dropped and counted by what they are. */
@@ -367,7 +414,9 @@ class PackageWalk {
       const folded = `/${member.name}`.toLowerCase();
       if (isPackageMachinery(member.name) || this.#decided.get(folded) === true) continue;
       if (this.#counted.has(folded)) continue;
-      this.#findings.add(droppedKind(undefined, contentTypeOf(this.#types, `/${member.name}`)));
+      this.#findings
+        .at({ part: member.name })
+        .add(droppedKind(undefined, contentTypeOf(this.#types, `/${member.name}`)));
     }
   }
 }

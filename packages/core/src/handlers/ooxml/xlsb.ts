@@ -121,18 +121,18 @@ const MAX_TAB_ID = 0xffff;
 export function readBundleSheet(
   record: XlsbRecord,
   what: string,
-): { id: string; data: Uint8Array } {
-  const read = (extra: number): string | undefined => {
+): { id: string; name: string; data: Uint8Array } {
+  const read = (extra: number): { id: string; name: string } | undefined => {
     const reader = new RecordReader(record, what, 4 + extra);
     const tabId = reader.u32();
     if (tabId < 1 || tabId > MAX_TAB_ID) return undefined;
     const id = reader.string(true) ?? '';
-    reader.string();
-    return id;
+    const name = reader.string() ?? '';
+    return { id, name };
   };
-  const id = read(0);
-  if (id !== undefined) return { id, data: record.data };
-  let beta: string | undefined;
+  const published = read(0);
+  if (published !== undefined) return { ...published, data: record.data };
+  let beta: { id: string; name: string } | undefined;
   try {
     beta = read(4);
   } catch {
@@ -142,9 +142,29 @@ export function readBundleSheet(
     throw new Rejection('invalid_file', `${what}: BrtBundleSh has no sheet id in range`);
   }
   return {
-    id: beta,
+    ...beta,
     data: new Uint8Array([...record.data.subarray(0, 4), ...record.data.subarray(8)]),
   };
+}
+
+/** Whether a lower-cased content type is the main part of an `.xlsb` workbook. */
+export function isBinaryWorkbookType(contentType: string): boolean {
+  return contentType.toLowerCase() === MAIN_TYPE;
+}
+
+/**
+ * The sheets a binary workbook part names ([MS-XLSB] 2.4.304 BrtBundleSh): relationship id ->
+ * sheet name.
+ * @throws {Rejection} `invalid_file` when the record stream does not validate.
+ */
+export function binarySheetNamesById(bytes: Uint8Array, what: string): ReadonlyMap<string, string> {
+  const names = new Map<string, string>();
+  for (const record of parseRecords(bytes, what, BINARY_PART_TYPES.get(MAIN_TYPE))) {
+    if (record.type !== RT.BrtBundleSh) continue;
+    const { id, name } = readBundleSheet(record, what);
+    names.set(id, name);
+  }
+  return names;
 }
 
 /** Records whose first field is a RelID naming one of the part's relationships. */

@@ -12,7 +12,8 @@ import {
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
-import type { FindingKind, FindingTally } from '../../findings.ts';
+import { FindingTally } from '../../findings.ts';
+import type { FindingKind } from '../../findings.ts';
 import type { Deadline } from '../../limits.ts';
 import {
   CATALOG_KEYS,
@@ -103,7 +104,8 @@ export function disarmDocument(
   registerDirectFields(catalog, context);
   const pagesRef = pageTreeRoot(catalog, context, findings);
   const pageContents: PageContents[] = [];
-  const pageCount = countPages(context, findings, pagesRef, { deadline, pageContents });
+  const pages: PDFRef[] = [];
+  const pageCount = countPages(context, findings, pagesRef, { deadline, pageContents, pages });
   const contentStreams = salvageSplitContents(pageContents, {
     context,
     budget,
@@ -112,6 +114,7 @@ export function disarmDocument(
   });
 
   const walker = new Walker(context, findings, deadline);
+  walker.ownPages(pages);
   const objects = walker.walk(rootRef);
   return { objects, pageCount, contentStreams };
 }
@@ -213,12 +216,17 @@ const DEFAULT_MEDIA_BOX = [0, 0, 612, 792];
  * Follows the page tree (ISO 32000-1 7.7.3) with a cycle check and returns the number of pages.
  * Kids that are actions are removed (counted), every `/Count` is rewritten to the pages found
  * under its node, and a tree holding no page at all gets one blank page (see {@link pageTreeRoot}).
+ * The pages found are appended to `pages` in document order.
  */
 function countPages(
   context: PDFContext,
   findings: FindingTally,
   rootRef: PDFRef,
-  { deadline, pageContents }: { deadline: Deadline; pageContents: PageContents[] },
+  {
+    deadline,
+    pageContents,
+    pages: found,
+  }: { deadline: Deadline; pageContents: PageContents[]; pages: PDFRef[] },
 ): number {
   const seen = new Set<PDFRef>();
   /** Intermediate nodes in visiting order, each with its parent's index (-1 for the root). */
@@ -247,6 +255,7 @@ function countPages(
       // ISO 32000-1 7.7.3.3: /Type is required; readers that insist get it.
       node.set(key('Type'), key('Page'));
       pages += 1;
+      found.push(ref);
       for (let index = parent; index >= 0; index = nodes[index]?.parent ?? -1) {
         const ancestor = nodes[index];
         if (ancestor) ancestor.count += 1;
@@ -367,18 +376,57 @@ function kindOfKey(text: string): FindingKind {
   return 'pdf-action';
 }
 
-/** Breadth-first walk from the catalogue that disarms every object it reaches. */
+/**
+ * Breadth-first walk from the catalogue that disarms every object it reaches. What it removes is
+ * counted on the page whose object held it: a page owns itself and its annotations, and an object
+ * reached from owned objects is owned by the lowest of their pages that reaches it before it is
+ * disarmed; the rest (the catalogue, the document's forms and name trees) belongs to no page.
+ */
 class Walker {
   readonly #context: PDFContext;
   readonly #findings: FindingTally;
   readonly #deadline: Deadline;
   readonly #order: PDFRef[] = [];
   readonly #seen = new Set<PDFRef>();
+  /** Object -> the 1-based number of the page that owns it. */
+  readonly #owners = new Map<PDFRef, number>();
+  /** Pages and their annotations: owned for good, whatever else reaches them. */
+  readonly #fixed = new Set<PDFRef>();
+  /**
+   * What each page lost, kept apart until the walk ends: the walk meets pages in no particular
+   * order, and the report lists them (up to its limit) from the first page on.
+   */
+  readonly #pageFindings = new Map<number, FindingTally>();
+  /** The page owning the object being disarmed, if any. */
+  #page: number | undefined;
+  /** Where the object being disarmed reports what it loses. */
+  #here: FindingTally;
 
   constructor(context: PDFContext, findings: FindingTally, deadline: Deadline) {
     this.#context = context;
     this.#findings = findings;
     this.#deadline = deadline;
+    this.#here = findings;
+  }
+
+  /**
+   * Gives each page (in document order) itself and its annotations (ISO 32000-1 12.5.2): a
+   * widget is reached through the form's fields before its page, but it is shown on the page.
+   */
+  ownPages(pages: readonly PDFRef[]): void {
+    for (const [index, page] of pages.entries()) {
+      this.#owners.set(page, index + 1);
+      const dict = this.#context.lookup(page);
+      const annots = dict instanceof PDFDict ? dict.get(key('Annots')) : undefined;
+      const list = this.#context.lookup(annots);
+      const owned = list instanceof PDFArray ? [annots, ...list.asArray()] : [];
+      this.#fixed.add(page);
+      for (const object of owned) {
+        if (!(object instanceof PDFRef) || this.#owners.has(object)) continue;
+        this.#owners.set(object, index + 1);
+        this.#fixed.add(object);
+      }
+    }
   }
 
   walk(root: PDFRef): PDFRef[] {
@@ -396,7 +444,13 @@ class Walker {
         throw new TypeError('the PDF parser returned a stream that is not raw');
       }
       const container = object instanceof PDFRawStream ? object.dict : object;
+      this.#page = this.#owners.get(ref);
+      this.#here = this.#tallyOf(this.#page);
       if (container instanceof PDFDict || container instanceof PDFArray) this.#disarm(container, 0);
+    }
+    const pages = [...this.#pageFindings.keys()].sort((a, b) => a - b);
+    for (const page of pages) {
+      this.#findings.at({ page }).addAll(this.#pageFindings.get(page)?.toArray() ?? []);
     }
     return this.#order;
   }
@@ -415,19 +469,19 @@ class Walker {
         const text = entryKey.decodeText();
         if (FORBIDDEN_KEYS.has(text)) {
           container.delete(entryKey);
-          if (text === 'AA') countActions(value, this.#context, this.#findings);
-          else this.#findings.add(kindOfKey(text));
+          if (text === 'AA') countActions(value, this.#context, this.#here);
+          else this.#here.add(kindOfKey(text));
           continue;
         }
         const dropped = DROPPED_KEYS.get(text);
         if (dropped) {
           container.delete(entryKey);
-          this.#findings.add(dropped);
+          this.#here.add(dropped);
           continue;
         }
         if (allowed !== undefined && !allowed.has(text)) {
           container.delete(entryKey);
-          this.#findings.add('hidden-data');
+          this.#here.add('hidden-data');
           continue;
         }
         if (!this.#keep(value, depth)) container.delete(entryKey);
@@ -450,7 +504,7 @@ class Walker {
     if (dict instanceof PDFDict) {
       const kind = forbiddenKind(dict);
       if (kind !== undefined) {
-        this.#findings.add(kind);
+        this.#here.add(kind);
         return false;
       }
     }
@@ -459,10 +513,29 @@ class Walker {
         this.#seen.add(value);
         this.#order.push(value);
       }
+      // The walk meets pages from the last: what pages share goes to the first of them.
+      const owner = this.#owners.get(value);
+      if (
+        this.#page !== undefined &&
+        !this.#fixed.has(value) &&
+        (owner === undefined || owner > this.#page)
+      ) {
+        this.#owners.set(value, this.#page);
+      }
       return true;
     }
     if (value instanceof PDFDict || value instanceof PDFArray) this.#disarm(value, depth + 1);
     return true;
+  }
+
+  #tallyOf(page: number | undefined): FindingTally {
+    if (page === undefined) return this.#findings;
+    let tally = this.#pageFindings.get(page);
+    if (!tally) {
+      tally = new FindingTally();
+      this.#pageFindings.set(page, tally);
+    }
+    return tally;
   }
 }
 

@@ -141,7 +141,15 @@ export function completedResult(id: string): Extract<DocumentResult, { status: '
     converted: false,
     sizeBytes: 999,
     findings: [
-      { kind: 'pdf-javascript', count: 2 },
+      // Where they were found is stored with them, nested member paths included.
+      {
+        kind: 'pdf-javascript',
+        count: 2,
+        locations: [
+          { member: ['bundle.zip', 'docs/report.pdf'], page: 2, count: 1 },
+          { member: ['bundle.zip', 'docs/report.pdf'], count: 1 },
+        ],
+      },
       { kind: 'document-metadata', count: 1 },
     ],
   };

@@ -15,6 +15,8 @@ REQUIRED=(
   poppler-utils:pdftotext
   printemf:printemf
   libwmf-bin:wmf2svg
+  # libwmf only recommends its fonts; without them wmf2svg draws nothing ("failed to load *any* font").
+  fonts-urw-base35:/usr/share/fonts/type1/urw-base35
   libreoffice-writer-nogui:soffice
   libreoffice-calc-nogui:/usr/lib/libreoffice/program/libsclo.so
   libreoffice-impress-nogui:/usr/lib/libreoffice/program/libslideshowlo.so

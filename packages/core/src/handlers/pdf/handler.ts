@@ -5,6 +5,7 @@ import { faultOf, Rejection } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
 import { emptyOwnerPasswordAccess } from '../../detect/pdf-encryption.ts';
+import { scanAttachments } from './attachments.ts';
 import { parseWithFileKey } from './decrypt.ts';
 import { disarmDocument, disarmFdf } from './disarm.ts';
 import { StreamBudget } from './streams.ts';
@@ -61,6 +62,9 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
       `the PDF declares ${pdfContext.largestObjectNumber} objects; the limit is ${MAX_PDF_OBJECTS}`,
     );
   }
+  const budget = new StreamBudget(context);
+  // The rebuild leaves embedded files out; the scanners judge them first.
+  await scanAttachments(pdfContext, input, context, budget);
   const disarmed =
     header === 'FDF'
       ? disarmFdf(pdfContext, findings, context.deadline)
@@ -70,7 +74,7 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     context: pdfContext,
     objects: disarmed.objects,
     version: versionMatch?.[1] ?? (header === 'FDF' ? '1.2' : '1.7'),
-    budget: new StreamBudget(context),
+    budget,
     header,
     contentStreams: disarmed.contentStreams,
   });

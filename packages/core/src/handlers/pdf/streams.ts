@@ -72,6 +72,88 @@ export class StreamBudget {
 const nameOf = (value: PDFObject | undefined): string | undefined =>
   value instanceof PDFName ? value.decodeText() : undefined;
 
+/** A stream's data with its filters undone, up to an image codec kept as it is. */
+interface DecodedStream {
+  readonly data: Uint8Array;
+  /** The image codec the data is still encoded with, when the last filter is one. */
+  readonly imageFilter: string | undefined;
+  readonly imageParms: PDFDict | undefined;
+  /** The predictor parameters of the last Flate/LZW layer, when it used one. */
+  readonly predictor: PDFDict | undefined;
+}
+
+/**
+ * Undoes a stream's filters (decrypting first), counting every decoded layer against the budget.
+ * @throws {Rejection} `invalid_file` when a filter is unknown, misplaced or its data does not
+ *   decode; `file_too_large` past the size or expansion limits.
+ */
+function decodeStream(
+  stream: PDFRawStream,
+  context: PDFContext,
+  budget: StreamBudget,
+): DecodedStream {
+  const dict = stream.dict;
+  const filterValue = dict.lookup(PDFName.of('Filter'));
+  const parmsValue = dict.lookup(PDFName.of('DecodeParms'));
+  const filters = filterValue === undefined ? [] : listOf(filterValue, context);
+  const parms = parmsValue === undefined ? [] : listOf(parmsValue, context);
+  const names = filters.map((filter) => {
+    const name = nameOf(filter);
+    if (name === undefined)
+      throw new Rejection('invalid_file', 'a PDF stream filter is not a name');
+    return name;
+  });
+
+  let data: Uint8Array = stream.transform ? decrypt(stream, context) : stream.contents;
+  let predictor: PDFDict | undefined;
+  for (const [index, name] of names.entries()) {
+    const layerParms = parms[index];
+    if (IMAGE_FILTERS.has(name)) {
+      if (index !== names.length - 1 || nameOf(dict.lookup(PDFName.of('Subtype'))) !== 'Image') {
+        throw new Rejection(
+          'invalid_file',
+          `a PDF stream uses the image filter ${name} outside an image XObject or not last`,
+        );
+      }
+      return {
+        data,
+        imageFilter: name,
+        imageParms: layerParms instanceof PDFDict ? layerParms : undefined,
+        predictor,
+      };
+    }
+    if (!DECODED_FILTERS.has(name)) {
+      throw new Rejection('invalid_file', `a PDF stream uses the unsupported filter ${name}`);
+    }
+    if (predictor) {
+      throw new Rejection('invalid_file', 'a PDF stream applies a filter after a predictor');
+    }
+    const before = data.length;
+    data = decodeLayer({ name, data, parms: layerParms, maxBytes: budget.maxLayerBytes, context });
+    budget.consume(before, data.length);
+    predictor = predictorOf(layerParms, context);
+  }
+  return { data, imageFilter: undefined, imageParms: undefined, predictor };
+}
+
+/**
+ * The data of a stream the rebuild leaves out (an embedded file), for the scanners: decoded
+ * where its filters decode, else as stored, since the scanners judge it either way.
+ * @throws {Rejection} `file_too_large` past the size or expansion limits.
+ */
+export function decodedForScan(
+  stream: PDFRawStream,
+  context: PDFContext,
+  budget: StreamBudget,
+): Uint8Array {
+  try {
+    return decodeStream(stream, context, budget).data;
+  } catch (error) {
+    if (error instanceof Rejection && error.reason === 'invalid_file') return stream.contents;
+    throw error;
+  }
+}
+
 /**
  * Decodes a stream's filters and writes a new stream: decoded data re-encoded with Flate (keeping
  * a Flate/LZW predictor's parameters), image codec data kept only inside image XObjects. Only the
@@ -87,50 +169,10 @@ export function rebuildStream(
   budget: StreamBudget,
   inspect?: (decoded: Uint8Array) => void,
 ): PDFRawStream {
-  const dict = stream.dict;
-  const filterValue = dict.lookup(PDFName.of('Filter'));
-  const parmsValue = dict.lookup(PDFName.of('DecodeParms'));
-  const filters = filterValue === undefined ? [] : listOf(filterValue, context);
-  const parms = parmsValue === undefined ? [] : listOf(parmsValue, context);
-  const names = filters.map((filter) => {
-    const name = nameOf(filter);
-    if (name === undefined)
-      throw new Rejection('invalid_file', 'a PDF stream filter is not a name');
-    return name;
-  });
-
-  let data: Uint8Array = stream.transform ? decrypt(stream, context) : stream.contents;
-  let imageFilter: string | undefined;
-  let imageParms: PDFObject | undefined;
-  let predictor: PDFDict | undefined;
-  for (const [index, name] of names.entries()) {
-    const layerParms = parms[index];
-    if (IMAGE_FILTERS.has(name)) {
-      if (index !== names.length - 1 || nameOf(dict.lookup(PDFName.of('Subtype'))) !== 'Image') {
-        throw new Rejection(
-          'invalid_file',
-          `a PDF stream uses the image filter ${name} outside an image XObject or not last`,
-        );
-      }
-      imageFilter = name;
-      imageParms = layerParms instanceof PDFDict ? layerParms : undefined;
-      break;
-    }
-    if (!DECODED_FILTERS.has(name)) {
-      throw new Rejection('invalid_file', `a PDF stream uses the unsupported filter ${name}`);
-    }
-    if (predictor) {
-      throw new Rejection('invalid_file', 'a PDF stream applies a filter after a predictor');
-    }
-    const before = data.length;
-    data = decodeLayer({ name, data, parms: layerParms, maxBytes: budget.maxLayerBytes, context });
-    budget.consume(before, data.length);
-    predictor = predictorOf(layerParms, context);
-  }
-
+  const { data, imageFilter, imageParms, predictor } = decodeStream(stream, context, budget);
   if (imageFilter === undefined) inspect?.(data);
   const next = PDFDict.withContext(context);
-  for (const [key, value] of dict.entries()) {
+  for (const [key, value] of stream.dict.entries()) {
     const name = key.decodeText();
     if (['Filter', 'DecodeParms', 'Length', 'DL', 'F', 'FFilter', 'FDecodeParms'].includes(name)) {
       continue;

@@ -11,6 +11,7 @@ REQUIRED=(
   qpdf:qpdf
   libimage-exiftool-perl:exiftool
   clamav:clamscan
+  clamav-daemon:clamd
   poppler-utils:pdftotext
   printemf:printemf
   libwmf-bin:wmf2svg

@@ -4,6 +4,7 @@ import { join, relative, resolve } from 'node:path';
 
 import { DEFAULT_LIMITS, FINDING_KINDS, formatForFileName, outputFileName } from '@disarm/core';
 import type { Limits, Policy } from '@disarm/core';
+import { Option } from 'commander';
 import type { Command } from 'commander';
 
 import { createWorkerPool, DEFAULT_MEMORY_LIMIT_BYTES } from '../pool/create-worker-pool.ts';
@@ -13,7 +14,8 @@ import type { ExitCode } from './_exit-codes.ts';
 import { collectInputs } from './_inputs.ts';
 import type { InputFile } from './_inputs.ts';
 import { createProgress } from './_progress.ts';
-import { parsePolicy, parsePositiveInteger } from './_parse.ts';
+import { parseClamdAddress, parsePolicy, parsePositiveInteger } from './_parse.ts';
+import type { ClamdAddress } from './_parse.ts';
 import { toCleanRecord, toHumanLine } from './_report.ts';
 import type { CliContext } from './context.ts';
 
@@ -28,6 +30,8 @@ interface CleanFlags {
   readonly maxDepth?: number;
   readonly progress: boolean;
   readonly overwrite?: true;
+  readonly clamd?: ClamdAddress;
+  readonly clamdFailOpen?: true;
 }
 
 /** Most already-present outputs named in the refusal; the rest are counted. */
@@ -79,6 +83,20 @@ export function registerCleanCommand(program: Command, context: CliContext): voi
       `how deep archives may nest (default: ${DEFAULT_LIMITS.maxDepth})`,
       parsePositiveInteger,
     )
+    .addOption(
+      new Option(
+        '--clamd <socket|host:port>',
+        "also scan with ClamAV's clamd, at a Unix socket path or host:port; a file it cannot scan fails",
+      )
+        .env('DISARM_CLAMD')
+        .argParser(parseClamdAddress),
+    )
+    .addOption(
+      new Option(
+        '--clamd-fail-open',
+        'when clamd cannot answer, let files through unscanned (a warning on stderr) instead of failing them',
+      ).env('DISARM_CLAMD_FAIL_OPEN'),
+    )
     .option('--no-progress', 'no progress bar (it is only ever drawn on a terminal stderr)')
     .addHelpText('after', cleanHelpText())
     .action(async (paths: string[]) => {
@@ -97,6 +115,9 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const outDir = resolve(flags.out);
   const outInfo = await stat(outDir).catch(() => undefined);
   if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
+  if (flags.clamdFailOpen === true && flags.clamd === undefined) {
+    throw new UsageError('--clamd-fail-open needs --clamd');
+  }
   const files = await collectInputs(paths, { path: outDir, display: flags.out });
   if (files.length === 0) throw new UsageError('no files to clean under the given paths');
   await clearOutputs(files, flags, outDir);
@@ -104,6 +125,9 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const limits = toLimits(flags);
   const pool = createWorkerPool({
     size: Math.min(flags.concurrency ?? availableParallelism(), files.length),
+    ...(flags.clamd === undefined
+      ? {}
+      : { clamd: { ...flags.clamd, ...(flags.clamdFailOpen === true ? { failOpen: true } : {}) } }),
   });
   const progress = createProgress(
     context.stderr,
@@ -231,9 +255,15 @@ Limits (defaults):
   --max-depth   ${DEFAULT_LIMITS.maxDepth}
   Memory        ${DEFAULT_MEMORY_LIMIT_BYTES / 1024 / 1024} MiB per worker process
 
+Antivirus (--clamd):
+  Every file, archive member, office package part and PDF attachment is also streamed to
+  clamd (DISARM_CLAMD in the environment works too). A file clamd cannot scan (down, timed
+  out, over its StreamMaxLength) fails, unless --clamd-fail-open lets it through unscanned.
+
 Examples:
   $ disarm clean inbox --out clean
   $ disarm clean report.docx photos --out clean --policy vba-macro=reject
   $ disarm clean inbox --out clean --json | jq -r 'select(.status != "cleaned") | .input'
+  $ disarm clean inbox --out clean --clamd /run/clamav/clamd.ctl
 `;
 }

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 
+import type { ClamdConfig } from '../pool/types.ts';
 import type { DemoAccount } from '../serve/_demo.ts';
 import type { EmbeddedOAuthOptions } from '../serve/create-embedded-disarm.ts';
 import {
@@ -21,7 +22,8 @@ import {
 import type { RunningDisarm } from '../serve/start-server.ts';
 import { batchLogLines } from './_log-lines.ts';
 import { EXIT_CODES, UsageError } from './_exit-codes.ts';
-import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
+import { parseBaseUrl, parseClamdAddress, parsePort, parsePositiveInteger } from './_parse.ts';
+import type { ClamdAddress } from './_parse.ts';
 import type { CliContext } from './context.ts';
 
 /** Where state lives unless told otherwise: relative to the working directory. */
@@ -72,6 +74,8 @@ interface ServeFlags {
   readonly oauthExternalOrgClaim?: string;
   readonly oauthExternalAlgorithms?: readonly ExternalAlgorithm[];
   readonly oauthExternalAllowAdmin?: true;
+  readonly clamd?: ClamdAddress;
+  readonly clamdFailOpen?: true;
 }
 
 /**
@@ -222,6 +226,20 @@ export function registerServeCommand(program: Command, context: CliContext): voi
         "honour cdr.admin in the provider's tokens: it then runs the whole platform",
       ).env('DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN'),
     )
+    .addOption(
+      new Option(
+        '--clamd <socket|host:port>',
+        "also scan with ClamAV's clamd, at a Unix socket path or host:port; a file it cannot scan fails",
+      )
+        .env('DISARM_CLAMD')
+        .argParser(parseClamdAddress),
+    )
+    .addOption(
+      new Option(
+        '--clamd-fail-open',
+        'when clamd cannot answer, let files through unscanned (logged) instead of failing them',
+      ).env('DISARM_CLAMD_FAIL_OPEN'),
+    )
     .addHelpText('after', serveHelpText())
     .action(async () => {
       try {
@@ -244,6 +262,9 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
   }
   const oauth = oauthOptions(flags);
+  if (flags.clamdFailOpen === true && flags.clamd === undefined) {
+    throw new UsageError('--clamd-fail-open needs --clamd');
+  }
   const lines = batchLogLines(context.stdout);
   const logger = pino({ level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, lines);
   // A forced exit (a second signal) still writes the lines of its last turn.
@@ -282,6 +303,7 @@ async function serveWith(
       demo: flags.demo,
       processing: flags.processing,
       oauth,
+      ...clamdOptions(flags),
       logger,
     });
   } catch (error) {
@@ -390,6 +412,12 @@ function isAdvanceClockMessage(message: unknown): message is AdvanceClockMessage
   );
 }
 
+/** The clamd option the flags describe. */
+function clamdOptions(flags: ServeFlags): { clamd?: ClamdConfig } {
+  if (flags.clamd === undefined) return {};
+  return { clamd: { ...flags.clamd, ...(flags.clamdFailOpen === true ? { failOpen: true } : {}) } };
+}
+
 /** The OAuth options the flags describe. */
 function oauthOptions(flags: ServeFlags): EmbeddedOAuthOptions {
   const external = flags.oauthExternalIssuer;
@@ -475,7 +503,8 @@ Environment (a flag given on the command line wins):
   DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
-  DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN
+  DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,
+  DISARM_CLAMD_FAIL_OPEN
 
 Data folder (--data-dir):
   disarm.sqlite                 organisations, key hashes, documents, the queue, charges
@@ -495,6 +524,7 @@ Examples:
   $ disarm serve
   $ DISARM_ADMIN_TOKEN=$(openssl rand -hex 32) disarm serve --data-dir /var/lib/disarm --workers 4
   $ disarm serve --port 0 --storage-port 0 --test-mode
+  $ disarm serve --clamd /run/clamav/clamd.ctl
   $ disarm serve --oauth-external-issuer https://login.example.com/ \\
       --oauth-external-jwks-url https://login.example.com/.well-known/jwks.json
 `;

@@ -334,7 +334,9 @@ function exchange(
           ? `the connection to clamd failed (${code})`
           : `clamd stopped taking the file (${code}), as it does past its StreamMaxLength`;
       }
-      finish(unavailable(reason, error));
+      // The code is in the message; the error itself would repeat it wherever a fault's detail
+      // adds its cause's code.
+      finish(unavailable(reason));
     });
     socket.setTimeout(settings.readTimeoutMs, () => {
       finish(unavailable(`clamd did not answer within ${settings.readTimeoutMs} ms`));
@@ -374,18 +376,17 @@ async function writeAll(
 }
 
 /** Fails a file as a service fault: the antivirus could not give an answer. */
-function unavailable(reason: string, cause?: unknown): DisarmError {
+function unavailable(reason: string): DisarmError {
   return new DisarmError(
     'ERR_INTERNAL',
     `the antivirus scanner could not scan the file: ${reason}`,
-    cause === undefined ? undefined : { cause },
   );
 }
 
 function toFault(error: unknown): DisarmError {
   return error instanceof DisarmError
     ? error
-    : unavailable(error instanceof Error ? error.message : String(error), error);
+    : unavailable(error instanceof Error ? error.message : String(error));
 }
 
 function truncate(text: string): string {

@@ -158,9 +158,16 @@ describe('disarm clean --clamd', () => {
     }
   });
 
-  it('refuses --clamd-fail-open without --clamd', async () => {
-    const run = await runDisarm(['clean', 'in', '--out', 'out', '--clamd-fail-open']);
-    expect(run.code).toBe(64);
-    expect(run.stderr).toContain('--clamd-fail-open needs --clamd');
+  it('refuses fail-open without --clamd, and a DISARM_CLAMD_FAIL_OPEN that says neither', async () => {
+    const alone = await runDisarm(['clean', 'in', '--out', 'out', '--clamd-fail-open']);
+    expect(alone.code).toBe(64);
+    expect(alone.stderr).toContain('--clamd-fail-open needs --clamd');
+    // "off" is not "0": a misspelt switch must not let files through unscanned.
+    const misspelt = await runDisarm(['clean', 'in', '--out', 'out', '--clamd', clamd.socket], {
+      ...process.env,
+      DISARM_CLAMD_FAIL_OPEN: 'off',
+    });
+    expect(misspelt.code).toBe(64);
+    expect(misspelt.stderr).toContain('DISARM_CLAMD_FAIL_OPEN must be 1, true, 0 or false');
   });
 });

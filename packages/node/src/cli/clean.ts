@@ -4,7 +4,6 @@ import { join, relative, resolve } from 'node:path';
 
 import { DEFAULT_LIMITS, FINDING_KINDS, formatForFileName, outputFileName } from '@disarm/core';
 import type { Limits, Policy } from '@disarm/core';
-import { Option } from 'commander';
 import type { Command } from 'commander';
 
 import { createWorkerPool, DEFAULT_MEMORY_LIMIT_BYTES } from '../pool/create-worker-pool.ts';
@@ -14,13 +13,14 @@ import type { ExitCode } from './_exit-codes.ts';
 import { collectInputs } from './_inputs.ts';
 import type { InputFile } from './_inputs.ts';
 import { createProgress } from './_progress.ts';
-import { parseClamdAddress, parsePolicy, parsePositiveInteger } from './_parse.ts';
-import type { ClamdAddress } from './_parse.ts';
+import { parsePolicy, parsePositiveInteger } from './_parse.ts';
 import { toCleanRecord, toHumanLine } from './_report.ts';
 import type { CliContext } from './context.ts';
+import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
+import type { ClamdFlags } from './_clamd.ts';
 
 /** Flags of `disarm clean`, as commander parses them. */
-interface CleanFlags {
+interface CleanFlags extends ClamdFlags {
   readonly out: string;
   readonly json?: true;
   readonly concurrency?: number;
@@ -30,8 +30,6 @@ interface CleanFlags {
   readonly maxDepth?: number;
   readonly progress: boolean;
   readonly overwrite?: true;
-  readonly clamd?: ClamdAddress;
-  readonly clamdFailOpen?: true;
 }
 
 /** Most already-present outputs named in the refusal; the rest are counted. */
@@ -83,20 +81,6 @@ export function registerCleanCommand(program: Command, context: CliContext): voi
       `how deep archives may nest (default: ${DEFAULT_LIMITS.maxDepth})`,
       parsePositiveInteger,
     )
-    .addOption(
-      new Option(
-        '--clamd <socket|host:port>',
-        "also scan with ClamAV's clamd, at a Unix socket path or host:port; a file it cannot scan fails",
-      )
-        .env('DISARM_CLAMD')
-        .argParser(parseClamdAddress),
-    )
-    .addOption(
-      new Option(
-        '--clamd-fail-open',
-        'when clamd cannot answer, let files through unscanned (a warning on stderr) instead of failing them',
-      ).env('DISARM_CLAMD_FAIL_OPEN'),
-    )
     .option('--no-progress', 'no progress bar (it is only ever drawn on a terminal stderr)')
     .addHelpText('after', cleanHelpText())
     .action(async (paths: string[]) => {
@@ -109,15 +93,14 @@ export function registerCleanCommand(program: Command, context: CliContext): voi
         throw error;
       }
     });
+  addClamdOptions(command);
 }
 
 async function clean(paths: string[], flags: CleanFlags, context: CliContext): Promise<ExitCode> {
   const outDir = resolve(flags.out);
   const outInfo = await stat(outDir).catch(() => undefined);
   if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
-  if (flags.clamdFailOpen === true && flags.clamd === undefined) {
-    throw new UsageError('--clamd-fail-open needs --clamd');
-  }
+  const clamd = clamdConfigOf(flags);
   const files = await collectInputs(paths, { path: outDir, display: flags.out });
   if (files.length === 0) throw new UsageError('no files to clean under the given paths');
   await clearOutputs(files, flags, outDir);
@@ -125,9 +108,7 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const limits = toLimits(flags);
   const pool = createWorkerPool({
     size: Math.min(flags.concurrency ?? availableParallelism(), files.length),
-    ...(flags.clamd === undefined
-      ? {}
-      : { clamd: { ...flags.clamd, ...(flags.clamdFailOpen === true ? { failOpen: true } : {}) } }),
+    ...(clamd === undefined ? {} : { clamd }),
   });
   const progress = createProgress(
     context.stderr,

@@ -22,9 +22,10 @@ import {
 import type { RunningDisarm } from '../serve/start-server.ts';
 import { batchLogLines } from './_log-lines.ts';
 import { EXIT_CODES, UsageError } from './_exit-codes.ts';
-import { parseBaseUrl, parseClamdAddress, parsePort, parsePositiveInteger } from './_parse.ts';
-import type { ClamdAddress } from './_parse.ts';
+import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
 import type { CliContext } from './context.ts';
+import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
+import type { ClamdFlags } from './_clamd.ts';
 
 /** Where state lives unless told otherwise: relative to the working directory. */
 export const DEFAULT_DATA_DIR = './.data';
@@ -51,7 +52,7 @@ export interface ClockMessage {
 }
 
 /** Flags of `disarm serve`, as commander parses them (environment already applied). */
-interface ServeFlags {
+interface ServeFlags extends ClamdFlags {
   readonly port: number;
   readonly storagePort: number;
   readonly host: string;
@@ -74,8 +75,6 @@ interface ServeFlags {
   readonly oauthExternalOrgClaim?: string;
   readonly oauthExternalAlgorithms?: readonly ExternalAlgorithm[];
   readonly oauthExternalAllowAdmin?: true;
-  readonly clamd?: ClamdAddress;
-  readonly clamdFailOpen?: true;
 }
 
 /**
@@ -226,20 +225,6 @@ export function registerServeCommand(program: Command, context: CliContext): voi
         "honour cdr.admin in the provider's tokens: it then runs the whole platform",
       ).env('DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN'),
     )
-    .addOption(
-      new Option(
-        '--clamd <socket|host:port>',
-        "also scan with ClamAV's clamd, at a Unix socket path or host:port; a file it cannot scan fails",
-      )
-        .env('DISARM_CLAMD')
-        .argParser(parseClamdAddress),
-    )
-    .addOption(
-      new Option(
-        '--clamd-fail-open',
-        'when clamd cannot answer, let files through unscanned (logged) instead of failing them',
-      ).env('DISARM_CLAMD_FAIL_OPEN'),
-    )
     .addHelpText('after', serveHelpText())
     .action(async () => {
       try {
@@ -251,6 +236,7 @@ export function registerServeCommand(program: Command, context: CliContext): voi
         throw error;
       }
     });
+  addClamdOptions(command);
 }
 
 async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
@@ -262,15 +248,16 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
   }
   const oauth = oauthOptions(flags);
-  if (flags.clamdFailOpen === true && flags.clamd === undefined) {
-    throw new UsageError('--clamd-fail-open needs --clamd');
-  }
+  const clamd = clamdConfigOf(flags);
   const lines = batchLogLines(context.stdout);
   const logger = pino({ level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, lines);
   // A forced exit (a second signal) still writes the lines of its last turn.
   process.on('exit', lines.flush);
   try {
-    return await serveWith(logger, lines.flush, flags, context, testMode, adminToken, oauth);
+    return await serveWith(logger, lines.flush, flags, context, testMode, adminToken, {
+      oauth,
+      clamd,
+    });
   } finally {
     process.off('exit', lines.flush);
     lines.flush();
@@ -284,7 +271,7 @@ async function serveWith(
   context: CliContext,
   testMode: boolean,
   adminToken: string | undefined,
-  oauth: ReturnType<typeof oauthOptions>,
+  { oauth, clamd }: { oauth: EmbeddedOAuthOptions; clamd: ClamdConfig | undefined },
 ): Promise<number> {
   let server: RunningDisarm;
   try {
@@ -303,7 +290,7 @@ async function serveWith(
       demo: flags.demo,
       processing: flags.processing,
       oauth,
-      ...clamdOptions(flags),
+      ...(clamd === undefined ? {} : { clamd }),
       logger,
     });
   } catch (error) {
@@ -410,12 +397,6 @@ function isAdvanceClockMessage(message: unknown): message is AdvanceClockMessage
     typeof candidate.id === 'number' &&
     typeof candidate.milliseconds === 'number'
   );
-}
-
-/** The clamd option the flags describe. */
-function clamdOptions(flags: ServeFlags): { clamd?: ClamdConfig } {
-  if (flags.clamd === undefined) return {};
-  return { clamd: { ...flags.clamd, ...(flags.clamdFailOpen === true ? { failOpen: true } : {}) } };
 }
 
 /** The OAuth options the flags describe. */

@@ -27,6 +27,5 @@ export {
   DEFAULT_CLAMD_MAX_CONNECTIONS,
   DEFAULT_CLAMD_PORT,
   DEFAULT_CLAMD_READ_TIMEOUT_MS,
-  DEFAULT_CLAMD_STREAM_MAX_LENGTH_BYTES,
 } from './scan/clamd.ts';
 export type { ClamdScanner, ClamdScannerOptions } from './scan/clamd.ts';

@@ -15,8 +15,6 @@ export const DEFAULT_CLAMD_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_CLAMD_READ_TIMEOUT_MS = 60_000;
 /** Connections one scanner holds open at once; further scans wait their turn. */
 export const DEFAULT_CLAMD_MAX_CONNECTIONS = 4;
-/** clamd's own default `StreamMaxLength` (clamd.conf(5): `100M`). */
-export const DEFAULT_CLAMD_STREAM_MAX_LENGTH_BYTES = 100 * 1024 * 1024;
 
 /** Bytes sent per `INSTREAM` chunk. */
 const CHUNK_BYTES = 64 * 1024;
@@ -42,12 +40,12 @@ export interface ClamdScannerOptions {
   /** Connections open at once; more scans queue. @default {@link DEFAULT_CLAMD_MAX_CONNECTIONS} */
   readonly maxConnections?: number;
   /**
-   * clamd's `StreamMaxLength`: bytes larger than this are not sent, since clamd would stop
-   * reading them. Such a file cannot be scanned: it fails like an unreachable clamd (or, with
-   * {@link failOpen}, goes on unscanned). Set it to clamd's value; where it is higher than
-   * clamd's, clamd's refusal (`INSTREAM size limit exceeded`) fails the file all the same.
-   * Keep it at least the engine's `maxBytes`, so that every accepted file can be scanned.
-   * @default {@link DEFAULT_CLAMD_STREAM_MAX_LENGTH_BYTES}
+   * clamd's `StreamMaxLength`, when known: bytes larger than this are not sent, since clamd
+   * would stop reading them. Unknown, every file is sent and clamd's refusal (`INSTREAM size
+   * limit exceeded`) tells. Either way such a file cannot be scanned: it fails like an
+   * unreachable clamd (or, with {@link failOpen}, goes on unscanned). Keep clamd's limit at least
+   * the engine's `maxBytes`, so that every accepted file can be scanned.
+   * @default unknown
    */
   readonly streamMaxLengthBytes?: number;
   /**
@@ -90,7 +88,7 @@ interface Settings {
   readonly address: { readonly path: string } | { readonly host: string; readonly port: number };
   readonly connectTimeoutMs: number;
   readonly readTimeoutMs: number;
-  readonly streamMaxLengthBytes: number;
+  readonly streamMaxLengthBytes: number | undefined;
   readonly failOpen: boolean;
   readonly onSkipped: (error: DisarmError, context: ScanContext) => void;
 }
@@ -126,7 +124,10 @@ export function createClamdScanner(options: ClamdScannerOptions): ClamdScanner {
     name: 'clamav',
     async scan(bytes, context) {
       try {
-        if (bytes.length > settings.streamMaxLengthBytes) {
+        if (
+          settings.streamMaxLengthBytes !== undefined &&
+          bytes.length > settings.streamMaxLengthBytes
+        ) {
           throw unavailable(
             `the file is ${bytes.length} bytes, over clamd's stream limit of ${settings.streamMaxLengthBytes} bytes (StreamMaxLength)`,
           );
@@ -194,11 +195,10 @@ function toSettings(options: ClamdScannerOptions): Settings {
       options.readTimeoutMs,
       DEFAULT_CLAMD_READ_TIMEOUT_MS,
     ),
-    streamMaxLengthBytes: positiveInteger(
-      'streamMaxLengthBytes',
-      options.streamMaxLengthBytes,
-      DEFAULT_CLAMD_STREAM_MAX_LENGTH_BYTES,
-    ),
+    streamMaxLengthBytes:
+      options.streamMaxLengthBytes === undefined
+        ? undefined
+        : positiveInteger('streamMaxLengthBytes', options.streamMaxLengthBytes, 0),
     failOpen: options.failOpen ?? false,
     onSkipped: options.onSkipped ?? warnSkipped,
   };

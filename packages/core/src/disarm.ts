@@ -43,11 +43,12 @@ export interface DisarmOptions {
    */
   readonly policy?: Policy;
   /**
-   * Threat scanners run on the raw bytes of the file and of every archive member, before any
-   * format check. Default: the built-in EICAR scanner only.
+   * Threat scanners run on the raw bytes of the file, of every archive member and of every
+   * embedded object (office package parts, PDF attachments), before any format check. Default:
+   * the built-in EICAR scanner only.
    *
    * **Security:** the built-in scanner only knows the EICAR test file. Add a real engine (for
-   * example a ClamAV adapter) in production.
+   * example ClamAV through `createClamdScanner`) in production.
    */
   readonly scanners?: readonly Scanner[];
   /** Abort processing; the call then throws {@link DisarmError} `ERR_TIMEOUT`. */

@@ -93,6 +93,7 @@ describe('disarm serve --clamd', () => {
       status: 'rejected',
       reason: 'threat_detected',
       threatNames: [CLAMD_MARKER_SIGNATURE],
+      reasonDetail: `The file contains ${CLAMD_MARKER_SIGNATURE} in attachment "setup.exe".`,
     });
   });
 

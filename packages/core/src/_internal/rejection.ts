@@ -51,6 +51,15 @@ export class ThreatReport {
     }
   }
 
+  /**
+   * Records `names` found in the container's own bytes at the place `inside` found each (a
+   * scanner that unpacks the container itself names no place), then what only `inside` found.
+   */
+  addPlaced(names: readonly string[], inside: ThreatReport): void {
+    for (const name of names) this.add([name], inside.#found.get(name));
+    for (const [name, where] of inside.#found) this.add([name], where);
+  }
+
   /** `threat_detected` for everything recorded; `subject` is what the detail says holds them. */
   toRejection(subject: string): Rejection {
     const names = [...this.#found.keys()];

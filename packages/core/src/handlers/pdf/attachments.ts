@@ -34,15 +34,16 @@ interface Attachment {
  * `/EmbeddedFile` (7.11.4.1, table 44). Each is decoded (its filters undone, counted against the
  * content budget) and scanned like an archive member; an attachment that is itself an archive is
  * scanned through. Attachments count like archive entries: more than `maxEntries` refuse the file.
- * @throws {Rejection} `threat_detected` naming what was found where; `file_too_large` past the
- *   content budget; `policy_violation` past `maxEntries`.
+ * @returns what was found where (empty when nothing was).
+ * @throws {Rejection} `file_too_large` past the content budget; `policy_violation` past
+ *   `maxEntries`.
  */
-export async function scanAttachments(
+export async function attachmentThreats(
   pdf: PDFContext,
   input: DetectedFile,
   context: EngineContext,
   budget: StreamBudget,
-): Promise<void> {
+): Promise<ThreatReport> {
   const attachments = findAttachments(pdf);
   if (attachments.length > context.limits.maxEntries) {
     throw new Rejection(
@@ -57,7 +58,7 @@ export async function scanAttachments(
     const found = await context.scanMember({ bytes, fileName: attachment.name }, input.bytes);
     threats.add(found, `attachment "${attachment.name}"`);
   }
-  if (threats.size > 0) throw threats.toRejection('the file');
+  return threats;
 }
 
 /** Every embedded file stream once, in object order, named by its file specification. */

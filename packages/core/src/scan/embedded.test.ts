@@ -87,6 +87,21 @@ describe('every archive member and embedded object is scanned before it is dropp
     });
   });
 
+  it('scans an OpenDocument object folder and names its part', async () => {
+    const odt = await buildZip([
+      { name: 'mimetype', data: 'application/vnd.oasis.opendocument.text', compress: false },
+      {
+        name: 'content.xml',
+        data: '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"/>',
+      },
+      { name: 'Object 1/payload.bin', data: EICAR_TEST_FILE },
+    ]);
+    expect(await disarm({ bytes: odt, fileName: 'notes.odt' })).toMatchObject({
+      reason: 'threat_detected',
+      detail: `the file contains ${EICAR_THREAT_NAME} in part "Object 1/payload.bin"`,
+    });
+  });
+
   it('names the path to a threat inside a document inside an archive', async () => {
     const docx = await wordWithEmbeddedPackage('payload.com', EICAR_TEST_FILE);
     const zip = await buildZip([{ name: 'in/letter.docx', data: docx }]);

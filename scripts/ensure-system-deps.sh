@@ -11,7 +11,7 @@ REQUIRED=(
   qpdf:qpdf
   libimage-exiftool-perl:exiftool
   clamav:clamscan
-  clamav-daemon:clamd
+  clamav-daemon:/usr/sbin/clamd
   poppler-utils:pdftotext
   printemf:printemf
   libwmf-bin:wmf2svg

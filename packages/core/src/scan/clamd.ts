@@ -214,7 +214,8 @@ function positiveInteger(name: string, value: unknown, fallback: number): number
 
 function warnSkipped(error: DisarmError, context: ScanContext): void {
   process.emitWarning(
-    `"${context.fileName}" was not scanned by clamd and goes on (fail-open): ${error.message}`,
+    // The name is the submitter's: quoted as JSON, a line break in it cannot forge a log line.
+    `${JSON.stringify(context.fileName)} was not scanned by clamd and goes on (fail-open): ${error.message}`,
     { code: 'DISARM_CLAMD_SKIPPED' },
   );
 }

@@ -19,6 +19,7 @@ import {
 import type { RunningClamd } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { createWorkerPool } from '../src/pool/index.ts';
 import { multipart } from './conformance/_harness.ts';
 import type { Envelope } from './conformance/_harness.ts';
 import { runDisarm, startTestServer } from './_server.ts';
@@ -136,6 +137,15 @@ describe('disarm serve --clamd', () => {
     } finally {
       await open.stop();
     }
+  });
+});
+
+describe('createWorkerPool({ clamd })', () => {
+  it('refuses clamd options that name no clamd when the pool is made, not in a worker', () => {
+    expect(() => createWorkerPool({ clamd: {} })).toThrow(TypeError);
+    expect(() => createWorkerPool({ clamd: { socket: clamd.socket, host: '127.0.0.1' } })).toThrow(
+      TypeError,
+    );
   });
 });
 

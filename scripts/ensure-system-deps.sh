@@ -12,6 +12,7 @@ REQUIRED=(
   qpdf:qpdf
   libimage-exiftool-perl:exiftool
   clamav:clamscan
+  clamav-daemon:/usr/sbin/clamd
   poppler-utils:pdftotext
   printemf:printemf
   libwmf-bin:wmf2svg

@@ -5,7 +5,7 @@ import { asBuffer } from './_internal/bytes.ts';
 import { DecodeGate } from './_internal/concurrency.ts';
 import { readSource } from './_internal/read-source.ts';
 import type { SourceInput } from './_internal/read-source.ts';
-import { Rejection } from './_internal/rejection.ts';
+import { Rejection, ThreatReport } from './_internal/rejection.ts';
 import { openZip, readMember } from './_internal/zip-reader.ts';
 import { assertContentMatches } from './detect/detect.ts';
 import { sniff } from './detect/sniff.ts';
@@ -13,6 +13,7 @@ import { DisarmError } from './errors.ts';
 import { FINDING_KINDS } from './findings.ts';
 import type { FindingKind } from './findings.ts';
 import { extensionOf, formatForFileName, outputFileName } from './formats.ts';
+import { locateAttachmentThreats } from './handlers/pdf/handler.ts';
 import { HANDLERS } from './handlers/registry.ts';
 import type { EngineContext, FileInput, RebuiltFile } from './handlers/types.ts';
 import { Deadline, EntryBudget, ExpansionBudget, resolveLimits } from './limits.ts';
@@ -43,11 +44,12 @@ export interface DisarmOptions {
    */
   readonly policy?: Policy;
   /**
-   * Threat scanners run on the raw bytes of the file and of every archive member, before any
-   * format check. Default: the built-in EICAR scanner only.
+   * Threat scanners run on the raw bytes of the file, of every archive member and of every
+   * embedded object (office package parts, PDF attachments), before any format check. Default:
+   * the built-in EICAR scanner only.
    *
    * **Security:** the built-in scanner only knows the EICAR test file. Add a real engine (for
-   * example a ClamAV adapter) in production.
+   * example ClamAV through `createClamdScanner`) in production.
    */
   readonly scanners?: readonly Scanner[];
   /** Abort processing; the call then throws {@link DisarmError} `ERR_TIMEOUT`. */
@@ -159,7 +161,9 @@ async function processFile(input: FileInput, context: EngineContext): Promise<Re
   context.deadline.check();
   const threats = await scan(input, context);
   if (threats.length > 0) {
-    throw new Rejection('threat_detected', `the file contains ${threats.join(', ')}`, threats);
+    const report = new ThreatReport();
+    report.addPlaced(threats, await locateThreats(input, context));
+    throw report.toRejection('the file');
   }
   const format = formatForFileName(input.fileName);
   if (!format) {
@@ -219,6 +223,49 @@ async function scan(input: FileInput, context: EngineContext): Promise<string[]>
     for (const name of found) names.add(name);
   }
   return [...names];
+}
+
+/**
+ * Where inside a file its threats are, once the file's own scan found some: a scanner such as
+ * clamd unpacks archives and documents itself and names no place. The members of a zip (the
+ * parts of an office package), the content of a gzip and the attachments of a PDF are scanned
+ * one by one under the same budgets. Best effort: what does not open, or runs out of time or
+ * budget, leaves the threats without a place; the file is rejected either way.
+ */
+async function locateThreats(input: FileInput, context: EngineContext): Promise<ThreatReport> {
+  const report = new ThreatReport();
+  const format = formatForFileName(input.fileName);
+  try {
+    const kind = sniff(input.bytes);
+    if (kind === 'gzip') {
+      const inner = await context.deadline.race(
+        gunzipAsync(asBuffer(input.bytes), { maxOutputLength: context.budget.remaining }),
+      );
+      context.budget.consume(inner.length, 'the gzip data');
+      const found = await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes);
+      report.add(found, 'the compressed file');
+    } else if (kind === 'zip') {
+      const noun = format?.family === 'ooxml' || format?.family === 'odf' ? 'part' : 'member';
+      const listing = await openZip(input.bytes, context.limits.maxEntries);
+      try {
+        context.entries.consume(listing.members.length);
+        for (const member of listing.members) {
+          if (member.isDirectory || member.isEncrypted) continue;
+          const bytes = await readMember(listing, member, context.budget.remaining, member.name);
+          context.budget.consume(bytes.length, member.name);
+          const found = await context.scanMember({ bytes, fileName: member.name }, input.bytes);
+          report.add(found, `${noun} "${member.name}"`);
+        }
+      } finally {
+        listing.file.close();
+      }
+    } else if ((kind === 'pdf' || kind === 'fdf') && format?.family === 'pdf') {
+      return await locateAttachmentThreats({ ...input, format }, context);
+    }
+  } catch {
+    // Best effort: the threats found so far keep their places, the others go without.
+  }
+  return report;
 }
 
 /** An archive member that is byte for byte one of its enclosing archives: a quine. */

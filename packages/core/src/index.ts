@@ -21,3 +21,11 @@ export {
 export type { ContentKind, FormatFamily, FormatRow, SupportedExtension } from './formats.ts';
 export { builtinScanner, EICAR_THREAT_NAME, isEicar } from './scan/eicar.ts';
 export type { ScanContext, Scanner } from './scan/scanner.ts';
+export {
+  createClamdScanner,
+  DEFAULT_CLAMD_CONNECT_TIMEOUT_MS,
+  DEFAULT_CLAMD_MAX_CONNECTIONS,
+  DEFAULT_CLAMD_PORT,
+  DEFAULT_CLAMD_READ_TIMEOUT_MS,
+} from './scan/clamd.ts';
+export type { ClamdScanner, ClamdScannerOptions } from './scan/clamd.ts';

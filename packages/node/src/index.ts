@@ -25,6 +25,7 @@ export type {
 } from './http/index.ts';
 export { createWorkerPool, startWorker } from './pool/index.ts';
 export type {
+  ClamdConfig,
   CleanedJobResult,
   ClosePoolOptions,
   DisarmFunction,

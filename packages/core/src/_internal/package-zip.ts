@@ -4,7 +4,7 @@ import type { DetectedFile, EngineContext, FileInput } from '../handlers/types.t
 import { extensionOf } from '../formats.ts';
 import { assertExpansionRatio, formatBytes } from '../limits.ts';
 import { preparePartChecks } from './part-checks.ts';
-import { Rejection } from './rejection.ts';
+import { Rejection, ThreatReport } from './rejection.ts';
 import { CHUNK_BYTES } from './xml-rewrite.ts';
 import {
   compressionName,
@@ -64,12 +64,9 @@ export async function withOfficePackage<T>(
   const listing = await openZip(bytes, context.limits.maxEntries);
   try {
     await checkListing(listing, bytes.length, context, what);
-    const threats = new Set<string>();
+    const threats = new ThreatReport();
     const read = new Set<ZipMember>();
-    const threatRejection = (): Rejection =>
-      new Rejection('threat_detected', `the file contains ${[...threats].join(', ')}`, [
-        ...threats,
-      ]);
+    const threatRejection = (): Rejection => threats.toRejection('the file');
     const inflate = async (member: ZipMember): Promise<Uint8Array> => {
       context.deadline.check();
       const label = `${what} member "${member.name}"`;
@@ -80,12 +77,10 @@ export async function withOfficePackage<T>(
       if (!read.has(member)) {
         read.add(member);
         context.budget.consume(data.length, label);
-        for (const threat of await context.scanMember(
-          { bytes: data, fileName: member.name },
-          bytes,
-        )) {
-          threats.add(threat);
-        }
+        threats.add(
+          await context.scanMember({ bytes: data, fileName: member.name }, bytes),
+          `part "${member.name}"`,
+        );
       }
       return data;
     };

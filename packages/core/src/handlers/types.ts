@@ -76,8 +76,9 @@ export interface EngineContext {
    */
   processMember(input: FileInput, archive: Uint8Array): Promise<RebuiltFile>;
   /**
-   * Scans a member and, if it is itself an archive, its members, without rebuilding: used after
-   * an archive is already lost to another reason, so a threat further on still wins.
+   * Scans a member and, if it is itself an archive, its members, without rebuilding: for what
+   * the rebuild drops (office package parts, PDF attachments) and after an archive is already
+   * lost to another reason, so a threat further on still wins. `archive` is the enclosing file.
    * @returns the threat names found.
    */
   scanMember(input: FileInput, archive: Uint8Array): Promise<readonly string[]>;

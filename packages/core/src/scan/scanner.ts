@@ -8,8 +8,9 @@ export interface ScanContext {
 
 /**
  * The threat-scanning port. The engine runs every scanner over the raw bytes of the submitted
- * file and of every archive member, before any format check. Any name returned rejects the file
- * with `threat_detected`.
+ * file, of every archive member and of every embedded object (office package parts, PDF
+ * attachments), before any format check and before the rebuild keeps or drops them. Any name
+ * returned rejects the file with `threat_detected`.
  *
  * A scanner that cannot give an answer (its daemon is down) must throw: the file then fails as a
  * service fault instead of passing unscanned.

@@ -1,4 +1,4 @@
-import { FINDING_KINDS } from '@disarm/core';
+import { DEFAULT_CLAMD_PORT, FINDING_KINDS } from '@disarm/core';
 import type { FindingKind, Policy, PolicyAction } from '@disarm/core';
 import { InvalidArgumentError } from 'commander';
 
@@ -39,6 +39,27 @@ export function parsePort(value: string): number {
     throw new InvalidArgumentError(`expected a port from 0 to ${MAX_PORT}`);
   }
   return number;
+}
+
+/** Where clamd listens, as `--clamd` gives it. */
+export type ClamdAddress =
+  { readonly socket: string } | { readonly host: string; readonly port: number };
+
+/**
+ * Commander parser for `--clamd`: a Unix socket path (anything with a `/`), or `host:port` (a
+ * bare host means clamd's port 3310; an IPv6 address goes in brackets, `[::1]:3310`).
+ */
+export function parseClamdAddress(value: string): ClamdAddress {
+  if (value.includes('/')) return { socket: value };
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+))(?::(\d+))?$/.exec(value);
+  const host = match?.[1] ?? match?.[2];
+  const port = match?.[3] === undefined ? DEFAULT_CLAMD_PORT : Number(match[3]);
+  if (host === undefined || port < 1 || port > MAX_PORT) {
+    throw new InvalidArgumentError(
+      'expected a Unix socket path (/run/clamav/clamd.ctl) or host:port (127.0.0.1:3310)',
+    );
+  }
+  return { host, port };
 }
 
 /** Commander parser: an absolute http(s) URL, without a trailing slash. */

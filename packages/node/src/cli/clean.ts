@@ -18,9 +18,11 @@ import { createProgress } from './_progress.ts';
 import { parsePolicy, parsePositiveInteger } from './_parse.ts';
 import { toCleanRecord, toHumanLine } from './_report.ts';
 import type { CliContext } from './context.ts';
+import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
+import type { ClamdFlags } from './_clamd.ts';
 
 /** Flags of `disarm clean`, as commander parses them. */
-interface CleanFlags {
+interface CleanFlags extends ClamdFlags {
   readonly out: string;
   readonly json?: true;
   readonly concurrency?: number;
@@ -93,12 +95,14 @@ export function registerCleanCommand(program: Command, context: CliContext): voi
         throw error;
       }
     });
+  addClamdOptions(command);
 }
 
 async function clean(paths: string[], flags: CleanFlags, context: CliContext): Promise<ExitCode> {
   const outDir = resolve(flags.out);
   const outInfo = await stat(outDir).catch(() => undefined);
   if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
+  const clamd = clamdConfigOf(flags);
   const out = { path: outDir, display: flags.out };
   const files = planOutputs(await collectInputs(paths, out), out);
   if (files.length === 0) throw new UsageError('no files to clean under the given paths');
@@ -107,6 +111,7 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const limits = toLimits(flags);
   const pool = createWorkerPool({
     size: Math.min(flags.concurrency ?? availableParallelism(), files.length),
+    ...(clamd === undefined ? {} : { clamd }),
   });
   const progress = createProgress(
     context.stderr,
@@ -260,10 +265,16 @@ Limits (defaults):
   --max-depth   ${DEFAULT_LIMITS.maxDepth}
   Memory        ${DEFAULT_MEMORY_LIMIT_BYTES / 1024 / 1024} MiB per worker process
 
+Antivirus (--clamd):
+  Every file, archive member, office package part and PDF attachment is also streamed to
+  clamd (DISARM_CLAMD in the environment works too). A file clamd cannot scan (down, timed
+  out, over its StreamMaxLength) fails, unless --clamd-fail-open lets it through unscanned.
+
 Examples:
   $ disarm clean inbox --out clean
   $ disarm clean report.docx photos --out strict --policy vba-macro=reject
   $ disarm clean inbox --out clean --overwrite --json > results.jsonl
   $ jq -r 'select(.status != "cleaned") | .input' results.jsonl
+  $ disarm clean inbox --out clean --overwrite --clamd /run/clamav/clamd.ctl
 `;
 }

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 
+import type { ClamdConfig } from '../pool/types.ts';
 import type { DemoAccount } from '../serve/_demo.ts';
 import type { EmbeddedOAuthOptions } from '../serve/create-embedded-disarm.ts';
 import {
@@ -23,6 +24,8 @@ import { batchLogLines } from './_log-lines.ts';
 import { EXIT_CODES, UsageError } from './_exit-codes.ts';
 import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
 import type { CliContext } from './context.ts';
+import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
+import type { ClamdFlags } from './_clamd.ts';
 
 /** Where state lives unless told otherwise: relative to the working directory. */
 export const DEFAULT_DATA_DIR = './.data';
@@ -49,7 +52,7 @@ export interface ClockMessage {
 }
 
 /** Flags of `disarm serve`, as commander parses them (environment already applied). */
-interface ServeFlags {
+interface ServeFlags extends ClamdFlags {
   readonly port: number;
   readonly storagePort: number;
   readonly host: string;
@@ -233,6 +236,7 @@ export function registerServeCommand(program: Command, context: CliContext): voi
         throw error;
       }
     });
+  addClamdOptions(command);
 }
 
 async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
@@ -244,12 +248,16 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
   }
   const oauth = oauthOptions(flags);
+  const clamd = clamdConfigOf(flags);
   const lines = batchLogLines(context.stdout);
   const logger = pino({ level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, lines);
   // A forced exit (a second signal) still writes the lines of its last turn.
   process.on('exit', lines.flush);
   try {
-    return await serveWith(logger, lines.flush, flags, context, testMode, adminToken, oauth);
+    return await serveWith(logger, lines.flush, flags, context, testMode, adminToken, {
+      oauth,
+      clamd,
+    });
   } finally {
     process.off('exit', lines.flush);
     lines.flush();
@@ -263,7 +271,7 @@ async function serveWith(
   context: CliContext,
   testMode: boolean,
   adminToken: string | undefined,
-  oauth: ReturnType<typeof oauthOptions>,
+  { oauth, clamd }: { oauth: EmbeddedOAuthOptions; clamd: ClamdConfig | undefined },
 ): Promise<number> {
   let server: RunningDisarm;
   try {
@@ -282,6 +290,7 @@ async function serveWith(
       demo: flags.demo,
       processing: flags.processing,
       oauth,
+      ...(clamd === undefined ? {} : { clamd }),
       logger,
     });
   } catch (error) {
@@ -475,7 +484,8 @@ Environment (a flag given on the command line wins):
   DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
-  DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN
+  DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,
+  DISARM_CLAMD_FAIL_OPEN
 
 Data folder (--data-dir):
   disarm.sqlite                 organisations, key hashes, documents, the queue, charges
@@ -495,6 +505,7 @@ Examples:
   $ disarm serve
   $ DISARM_ADMIN_TOKEN=$(openssl rand -hex 32) disarm serve --data-dir /var/lib/disarm --workers 4
   $ disarm serve --port 0 --storage-port 0 --test-mode
+  $ disarm serve --clamd /run/clamav/clamd.ctl
   $ disarm serve --oauth-external-issuer https://login.example.com/ \\
       --oauth-external-jwks-url https://login.example.com/.well-known/jwks.json
 `;

@@ -4,7 +4,7 @@
  */
 import type { Limits, Policy } from '@disarm/core';
 
-import type { JobResult } from './types.ts';
+import type { ClamdConfig, JobResult } from './types.ts';
 
 /** Environment variable that asks a worker to report its resident set every N ms (non-Linux). */
 export const MEMORY_REPORT_ENV = 'DISARM_WORKER_MEMORY_REPORT_MS';
@@ -22,6 +22,8 @@ export interface JobMessage {
   readonly outputName: string | null;
   readonly limits: Limits;
   readonly policy: Policy;
+  /** The pool's clamd, or `null` for the built-in scanner only. */
+  readonly clamd: ClamdConfig | null;
 }
 
 /** Parent -> worker: stop job `id` (its signal aborted). */

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
-import { FINDING_KINDS, resolveLimits } from '@disarm/core';
+import { createClamdScanner, FINDING_KINDS, resolveLimits } from '@disarm/core';
 import type { FindingKind, Policy, PolicyAction } from '@disarm/core';
 
 import { CAN_READ_PROC_STATUS, readRssBytes } from './_memory.ts';
@@ -15,6 +15,7 @@ import {
   toModulePath,
 } from './_spawn.ts';
 import type {
+  ClamdConfig,
   ClosePoolOptions,
   FailedJobResult,
   JobResult,
@@ -68,6 +69,7 @@ interface PoolSettings {
   readonly abortGraceMs: number;
   readonly modulePath: string;
   readonly output: 'stderr' | 'ignore';
+  readonly clamd: ClamdConfig | null;
 }
 
 /**
@@ -120,7 +122,31 @@ function toSettings(options: WorkerPoolOptions): PoolSettings {
     abortGraceMs,
     modulePath: resolve(toModulePath(workerModule)),
     output,
+    clamd: checkClamd(options.clamd),
   };
+}
+
+/**
+ * Checked here, so that bad clamd options are the caller's `TypeError`; only the plain fields
+ * travel to the workers.
+ */
+function checkClamd(clamd: ClamdConfig | undefined): ClamdConfig | null {
+  if (clamd === undefined) return null;
+  createClamdScanner(clamd);
+  const { socket, host, port, connectTimeoutMs, readTimeoutMs, maxConnections } = clamd;
+  const { streamMaxLengthBytes, failOpen } = clamd;
+  return Object.fromEntries(
+    Object.entries({
+      socket,
+      host,
+      port,
+      connectTimeoutMs,
+      readTimeoutMs,
+      maxConnections,
+      streamMaxLengthBytes,
+      failOpen,
+    }).filter(([, value]) => value !== undefined),
+  );
 }
 
 function assertInteger(name: string, value: unknown, min: number): asserts value is number {
@@ -229,6 +255,7 @@ class ProcessPool implements WorkerPool {
       outputName: job.outputName ?? null,
       limits: resolveLimits(job.options?.limits),
       policy: checkPolicy(job.options?.policy),
+      clamd: this.#settings.clamd,
     };
     return { message, signal: job.signal };
   }

@@ -2,6 +2,7 @@ export { createWorkerPool } from './create-worker-pool.ts';
 export { startWorker } from './start-worker.ts';
 export type { DisarmFunction, StartWorkerOptions } from './start-worker.ts';
 export type {
+  ClamdConfig,
   CleanedJobResult,
   ClosePoolOptions,
   FailedJobResult,

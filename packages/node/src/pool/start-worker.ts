@@ -4,12 +4,17 @@ import { copyFile, link, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 
-import { disarm as coreDisarm, isDisarmError } from '@disarm/core';
-import type { CleanedOutcome, DisarmOptions, DisarmSource, Outcome } from '@disarm/core';
+import {
+  builtinScanner,
+  createClamdScanner,
+  disarm as coreDisarm,
+  isDisarmError,
+} from '@disarm/core';
+import type { CleanedOutcome, DisarmOptions, DisarmSource, Outcome, Scanner } from '@disarm/core';
 
 import { isParentMessage, MEMORY_REPORT_ENV } from './_protocol.ts';
 import type { JobMessage, WorkerMessage } from './_protocol.ts';
-import type { JobResult } from './types.ts';
+import type { ClamdConfig, JobResult } from './types.ts';
 
 /** The engine entry point a worker calls; `disarm` from `@disarm/core` unless replaced. */
 export type DisarmFunction = (source: DisarmSource, options: DisarmOptions) => Promise<Outcome>;
@@ -19,6 +24,8 @@ export interface StartWorkerOptions {
   /**
    * The engine call, e.g. core's `disarm` with extra scanners bound in. Scanners and other
    * functions cannot cross the IPC channel, so a worker module is where they are configured.
+   * With the pool's `clamd` option, `options.scanners` holds the built-in and clamd scanners;
+   * keep them when adding yours.
    * @default `disarm` from `@disarm/core`
    */
   readonly disarm?: DisarmFunction;
@@ -32,11 +39,11 @@ export interface StartWorkerOptions {
  * ```ts
  * import { builtinScanner, disarm } from '@disarm/core';
  * import { startWorker } from '@disarm/node';
- * import { clamdScanner } from './clamd.ts';
+ * import { myScanner } from './my-scanner.ts';
  *
  * startWorker({
  *   disarm: (source, options) =>
- *     disarm(source, { ...options, scanners: [builtinScanner, clamdScanner] }),
+ *     disarm(source, { ...options, scanners: [...(options.scanners ?? [builtinScanner]), myScanner] }),
  * });
  * ```
  * @throws {Error} when the process has no IPC channel (not started by a pool).
@@ -46,6 +53,7 @@ export function startWorker(options: StartWorkerOptions = {}): void {
   if (!send) throw new Error('a disarm worker must be started by createWorkerPool()');
   const run = options.disarm ?? coreDisarm;
   const running = new Map<number, AbortController>();
+  const scanners = new ScannerCache();
   const reply = (message: WorkerMessage): void => {
     // The parent may be gone (killed, closing); there is no one left to tell.
     send(message, undefined, undefined, () => undefined);
@@ -59,7 +67,7 @@ export function startWorker(options: StartWorkerOptions = {}): void {
     }
     const controller = new AbortController();
     running.set(message.id, controller);
-    void runJob(run, message, controller.signal).then((result) => {
+    void runJob(run, message, scanners.for(message.clamd), controller.signal).then((result) => {
       running.delete(message.id);
       reply({ type: 'result', id: message.id, result });
     });
@@ -80,16 +88,41 @@ function reportMemory(reply: (message: WorkerMessage) => void): void {
   }, intervalMs).unref();
 }
 
+/**
+ * The scanners of a job: the built-in one, and clamd when the pool has it. One clamd scanner per
+ * configuration lives as long as the worker, so its connection bound holds across jobs.
+ */
+class ScannerCache {
+  #key: string | undefined;
+  #scanners: readonly Scanner[] | undefined;
+
+  for(clamd: ClamdConfig | null): readonly Scanner[] | undefined {
+    if (clamd === null) return undefined;
+    const key = JSON.stringify(clamd);
+    if (key !== this.#key || !this.#scanners) {
+      this.#scanners = [builtinScanner, createClamdScanner(clamd)];
+      this.#key = key;
+    }
+    return this.#scanners;
+  }
+}
+
 async function runJob(
   run: DisarmFunction,
   job: JobMessage,
+  scanners: readonly Scanner[] | undefined,
   signal: AbortSignal,
 ): Promise<JobResult> {
   let outcome: Outcome;
   try {
     outcome = await run(
       { path: job.inputPath, fileName: job.fileName },
-      { limits: job.limits, policy: job.policy, signal },
+      {
+        limits: job.limits,
+        policy: job.policy,
+        signal,
+        ...(scanners === undefined ? {} : { scanners }),
+      },
     );
   } catch (error) {
     return isDisarmError(error, 'ERR_TIMEOUT')

@@ -1,4 +1,18 @@
-import type { Finding, Limits, Modification, Policy, RejectionReason } from '@disarm/core';
+import type {
+  ClamdScannerOptions,
+  Finding,
+  Limits,
+  Modification,
+  Policy,
+  RejectionReason,
+} from '@disarm/core';
+
+/**
+ * Where the workers find ClamAV's clamd and how far to trust it: {@link ClamdScannerOptions}
+ * without `onSkipped` (a function cannot reach a worker process; a worker reports a file it
+ * let through unscanned as a process warning on its stderr, code `DISARM_CLAMD_SKIPPED`).
+ */
+export type ClamdConfig = Omit<ClamdScannerOptions, 'onSkipped'>;
 
 /** Engine options of one job: the subset of `DisarmOptions` that can cross a process boundary. */
 export interface JobOptions {
@@ -115,6 +129,13 @@ export interface WorkerPoolOptions {
    * Default: this package's own worker (`worker.mjs` beside the bundle, `src/worker.ts` from source).
    */
   readonly workerModule?: string | URL;
+  /**
+   * Scan every file and every member and embedded object with ClamAV's clamd as well as the
+   * built-in scanner. Each worker keeps its own connections (`maxConnections` per worker).
+   * Fail-closed unless `failOpen`: a file clamd cannot scan fails with `internal_error`.
+   * @default no clamd: the built-in EICAR scanner only
+   */
+  readonly clamd?: ClamdConfig;
   /**
    * Where workers' stdout and stderr go: the parent's stderr (default), or nowhere. Workers never
    * write to the parent's stdout, so a CLI can keep stdout for results.

@@ -3,6 +3,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 
+import { createClamdScanner } from '@disarm/core';
 import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
 import type { Clock, Logger } from '@disarm/protocol';
 import type { OAuthConfig } from '@disarm/protocol/oauth';
@@ -15,6 +16,7 @@ import type { ManualClock } from '../clock/manual-clock.ts';
 import { systemClock } from '../clock/system-clock.ts';
 import { createDocumentEvents } from '../events/create-document-events.ts';
 import { createWorkerPool } from '../pool/create-worker-pool.ts';
+import type { ClamdConfig } from '../pool/types.ts';
 import { createDispatcher } from '../processing/create-dispatcher.ts';
 import { createSweeper } from '../retention/create-sweeper.ts';
 import { provisionDemo } from './_demo.ts';
@@ -29,6 +31,8 @@ export const DEFAULT_SYNC_WAIT_SECONDS = 45;
 export const DEFAULT_GRACE_SECONDS = 300;
 /** How long shutdown lets requests and documents in flight finish. */
 export const SHUTDOWN_GRACE_MS = 20_000;
+/** How long `/readyz` waits for clamd's `PONG`, so that a hung clamd cannot hang the probe. */
+const CLAMD_READINESS_TIMEOUT_MS = 2_000;
 /** Documents in flight may finish for this long at shutdown, inside the listeners' grace. */
 const DISPATCHER_STOP_MS = SHUTDOWN_GRACE_MS - 5_000;
 
@@ -86,6 +90,15 @@ export interface EmbeddedDisarmOptions {
    * scale-out API role; tests use it to hold documents in flight). @default true
    */
   readonly processing?: boolean;
+  /**
+   * Scan with ClamAV's clamd besides the built-in scanner: every submitted file, archive member,
+   * office package part and PDF attachment (see {@link ClamdConfig}). Fail-closed unless
+   * `failOpen`: a file clamd cannot scan fails (`internal_error`, credited), and `/readyz`
+   * answers 503 while clamd does not answer `PING`. With `failOpen`, readiness does not depend
+   * on clamd. Only processing uses it: with `processing: false` it is not consulted.
+   * @default no clamd: the built-in EICAR scanner only
+   */
+  readonly clamd?: ClamdConfig;
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
   /**
@@ -234,7 +247,17 @@ export async function createEmbeddedDisarm(
     const pool = createWorkerPool({
       size: options.workers ?? Math.max(1, availableParallelism()),
       ...(options.workerModule === undefined ? {} : { workerModule: options.workerModule }),
+      ...(options.clamd === undefined ? {} : { clamd: options.clamd }),
     });
+    // Readiness asks clamd when documents would fail without it (fail-closed processing).
+    const clamdProbe =
+      options.clamd !== undefined && options.clamd.failOpen !== true && options.processing !== false
+        ? createClamdScanner({
+            ...options.clamd,
+            connectTimeoutMs: CLAMD_READINESS_TIMEOUT_MS,
+            readTimeoutMs: CLAMD_READINESS_TIMEOUT_MS,
+          })
+        : undefined;
     let poolOpen = true;
     cleanups.push(async () => {
       poolOpen = false;
@@ -292,9 +315,15 @@ export async function createEmbeddedDisarm(
           if (!running || stopped || !poolOpen || pool.stats().size < 1) return false;
           try {
             await store.getOrganisation('org_readiness_probe', clock.now());
-            return true;
           } catch (error) {
             logger.error({ err: error }, 'readiness: the state store is unreachable');
+            return false;
+          }
+          try {
+            await clamdProbe?.ping();
+            return true;
+          } catch (error) {
+            logger.error({ err: error }, 'readiness: clamd does not answer');
             return false;
           }
         },

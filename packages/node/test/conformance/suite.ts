@@ -146,7 +146,7 @@ export function defineConformanceSuite(
           status: 'rejected',
           reason: 'threat_detected',
           threatNames: ['EICAR-Test-File'],
-          reasonDetail: 'The archive contains EICAR-Test-File.',
+          reasonDetail: 'The archive contains EICAR-Test-File in member "eicar.com".',
         });
         expect(envelope.helpUrl).toBeTypeOf('string');
         expect(envelope.downloadUrl).toBeUndefined();

@@ -268,7 +268,7 @@ function documentExamples(base: string): {
         status: 'rejected',
         statusUrl,
         reason: 'threat_detected',
-        reasonDetail: 'The archive contains EICAR-Test-File.',
+        reasonDetail: 'The archive contains EICAR-Test-File in member "eicar.com".',
         threatNames: ['EICAR-Test-File'],
         submittedAt: '2025-03-01T10:00:00.000Z',
         completedAt: '2025-03-01T10:00:01.000Z',

@@ -125,17 +125,18 @@ export async function rebuildGzip(
     // The inner file's name or type is refused, but a threat in it still decides the reason.
     if (!(error instanceof Rejection)) throw error;
     verdict.reject(error);
-    verdict.addThreats(await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes));
+    verdict.addThreats(
+      await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes),
+      'the compressed file',
+    );
     verdict.throwIfLost();
     throw error;
   }
   const innerInput = { bytes: inner, fileName: innerName };
-  const rebuilt = await verdict.capture(
-    context.processMember(innerInput, input.bytes),
-    `the compressed file "${innerName}"`,
-  );
+  const what = `the compressed file "${innerName}"`;
+  const rebuilt = await verdict.capture(context.processMember(innerInput, input.bytes), what);
   if (!rebuilt && hidesArchive(innerInput)) {
-    verdict.addThreats(await context.scanMember(innerInput, input.bytes));
+    verdict.addThreats(await context.scanMember(innerInput, input.bytes), what);
   }
   verdict.throwIfLost();
   if (!rebuilt) throw new Rejection('invalid_file', 'the compressed file could not be rebuilt');

@@ -1,4 +1,4 @@
-import { Rejection } from '../../_internal/rejection.ts';
+import { Rejection, ThreatReport } from '../../_internal/rejection.ts';
 import { sniff } from '../../detect/sniff.ts';
 import { isDisarmError } from '../../errors.ts';
 import { formatForFileName } from '../../formats.ts';
@@ -29,7 +29,7 @@ const PRECEDENCE: readonly RejectionReason[] = [
  * rejected, so it never hides a later member's rejection.
  */
 export class ArchiveVerdict {
-  readonly #threats = new Set<string>();
+  readonly #threats = new ThreatReport();
   readonly #rejections: Rejection[] = [];
   #fault: { error: unknown } | undefined;
 
@@ -38,14 +38,16 @@ export class ArchiveVerdict {
     return this.#threats.size > 0 || this.#rejections.length > 0 || this.#fault !== undefined;
   }
 
-  addThreats(names: readonly string[]): void {
-    for (const name of names) this.#threats.add(name);
+  /** Records threats found in `what` (e.g. `member "a/b.exe"`). */
+  addThreats(names: readonly string[], what: string): void {
+    this.#threats.add(names, what);
   }
 
-  /** Records a rejection of the archive or of one member. */
-  reject(rejection: Rejection): void {
-    if (rejection.reason === 'threat_detected') this.addThreats(rejection.threatNames);
-    else this.#rejections.push(rejection);
+  /** Records a rejection of the archive, or of the member `what`. */
+  reject(rejection: Rejection, what?: string): void {
+    if (rejection.reason !== 'threat_detected') this.#rejections.push(rejection);
+    else if (what === undefined) this.#threats.add(rejection.threatNames);
+    else this.#threats.addRejection(rejection, what);
   }
 
   /**
@@ -59,11 +61,8 @@ export class ArchiveVerdict {
     } catch (error) {
       if (isDisarmError(error, 'ERR_TIMEOUT')) throw error;
       if (error instanceof Rejection) {
-        this.reject(
-          error.reason === 'threat_detected'
-            ? error
-            : new Rejection(error.reason, `${what}: ${error.message}`),
-        );
+        if (error.reason === 'threat_detected') this.reject(error, what);
+        else this.reject(new Rejection(error.reason, `${what}: ${error.message}`));
       } else {
         this.#fault ??= { error };
       }
@@ -73,10 +72,7 @@ export class ArchiveVerdict {
 
   /** Throws the archive's rejection, else its first fault, if any. */
   throwIfLost(): void {
-    if (this.#threats.size > 0) {
-      const names = [...this.#threats];
-      throw new Rejection('threat_detected', `the archive contains ${names.join(', ')}`, names);
-    }
+    if (this.#threats.size > 0) throw this.#threats.toRejection('the archive');
     for (const reason of PRECEDENCE) {
       const found = this.#rejections.find((rejection) => rejection.reason === reason);
       if (found) throw found;

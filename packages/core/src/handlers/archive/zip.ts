@@ -74,7 +74,7 @@ export async function rebuildZip(
       if (!bytes) continue;
       const memberInput = { bytes, fileName: name?.path ?? member.name };
       if (scanOnly || !name) {
-        verdict.addThreats(await context.scanMember(memberInput, input.bytes));
+        verdict.addThreats(await context.scanMember(memberInput, input.bytes), what);
         continue;
       }
       const rebuilt = await verdict.capture(context.processMember(memberInput, input.bytes), what);
@@ -82,7 +82,7 @@ export async function rebuildZip(
         here.addAll(rebuilt.findings);
         entries.push(toWriteEntry(rebuilt, name, member, taken));
       } else if (hidesArchive(memberInput)) {
-        verdict.addThreats(await context.scanMember(memberInput, input.bytes));
+        verdict.addThreats(await context.scanMember(memberInput, input.bytes), what);
       }
     }
     verdict.throwIfLost();

@@ -2,9 +2,11 @@ import { PDFDocument, ParseSpeeds } from '@cantoo/pdf-lib';
 import type { PDFContext } from '@cantoo/pdf-lib';
 
 import { faultOf, Rejection } from '../../_internal/rejection.ts';
+import type { ThreatReport } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
 import { emptyOwnerPasswordAccess } from '../../detect/pdf-encryption.ts';
+import { attachmentThreats } from './attachments.ts';
 import { parseWithFileKey } from './decrypt.ts';
 import { assertNoEncryptedPayload } from './encrypted-payload.ts';
 import { disarmDocument, disarmFdf } from './disarm.ts';
@@ -31,7 +33,22 @@ export const pdfHandler: FormatHandler = {
   verify: verifyPdf,
 };
 
-async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
+/**
+ * Where the threats of a PDF whose own scan found some are: its attachments, each scanned (see
+ * `scanAttachments`). A file that does not parse has no places to name.
+ * @throws {Rejection} when the file does not parse or is over a limit.
+ */
+export async function locateAttachmentThreats(
+  input: DetectedFile,
+  context: EngineContext,
+): Promise<ThreatReport> {
+  const { body } = pdfBody(input);
+  const pdfContext = await context.deadline.race(loadPdf(body));
+  return attachmentThreats(pdfContext, input, context, new StreamBudget(context));
+}
+
+/** The bytes the parser reads: from the header on, with a header it understands. */
+function pdfBody(input: DetectedFile): { body: Uint8Array; header: 'PDF' | 'FDF'; start: number } {
   const bytes = input.bytes;
   const header = input.format.kind === 'fdf' ? 'FDF' : 'PDF';
   const start = Buffer.from(
@@ -40,8 +57,6 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     Math.min(bytes.length, HEADER_WINDOW_BYTES + 8),
   ).indexOf(`%${header}-`);
   if (start < 0) throw new Rejection('invalid_file', `no ${header} header in the first 1024 bytes`);
-  const findings = new FindingTally();
-  findings.add('hidden-data', start > 0 ? 1 : 0);
   let body = bytes.subarray(start);
   if (header === 'FDF') {
     // FDF shares PDF's syntax (ISO 32000-1 12.7.7); the parser only knows the PDF header.
@@ -52,6 +67,13 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     // the parser needs one; objects are found by scanning, so shifted offsets do not matter.
     body = Buffer.concat([Buffer.from('%PDF-1.4\n'), body.subarray(5)]);
   }
+  return { body, header, start };
+}
+
+async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
+  const { body, header, start } = pdfBody(input);
+  const findings = new FindingTally();
+  findings.add('hidden-data', start > 0 ? 1 : 0);
   const versionMatch = /^%PDF-(1\.[0-7]|2\.0)/.exec(
     Buffer.from(body.subarray(0, 8)).toString('latin1'),
   );
@@ -65,6 +87,9 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
   }
   if (header === 'PDF') assertNoEncryptedPayload(pdfContext);
   const budget = new StreamBudget(context);
+  // The rebuild leaves embedded files out; the scanners judge them first.
+  const threats = await attachmentThreats(pdfContext, input, context, budget);
+  if (threats.size > 0) throw threats.toRejection('the file');
   const disarmed =
     header === 'FDF'
       ? disarmFdf(pdfContext, findings, context.deadline)

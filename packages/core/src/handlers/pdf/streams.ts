@@ -97,6 +97,24 @@ interface DecodedStream {
 }
 
 /**
+ * The data of a stream the rebuild leaves out (an embedded file), for the scanners: decoded
+ * where its filters decode, else as stored, since the scanners judge it either way.
+ * @throws {Rejection} `file_too_large` past the size or expansion limits.
+ */
+export function decodedForScan(
+  stream: PDFRawStream,
+  context: PDFContext,
+  budget: StreamBudget,
+): Uint8Array {
+  try {
+    return decodeFilters(stream, context, budget).data;
+  } catch (error) {
+    if (error instanceof Rejection && error.reason === 'invalid_file') return stream.contents;
+    throw error;
+  }
+}
+
+/**
  * Undoes a stream's filters (decryption first), counting every decoded layer against `budget`;
  * image codec data is left encoded, a Flate/LZW predictor left applied.
  * @throws {Rejection} as {@link rebuildStream}.

@@ -257,11 +257,15 @@ describe('disarm serve', () => {
       const run = await runDisarm(['serve', `--data-dir=${dataDir}`, ...args]);
       expect(run.code, args.join(' ')).toBe(64);
     }
-    const badEnv = await runDisarm(['serve', `--data-dir=${dataDir}`], {
-      ...process.env,
-      DISARM_TEST_MODE: 'yes',
-    });
-    expect(badEnv.code).toBe(64);
+    // A switch in the environment takes 1, true, 0 or false: a misspelt "off" turns nothing on.
+    for (const name of ['DISARM_TEST_MODE', 'DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN']) {
+      const badEnv = await runDisarm(['serve', `--data-dir=${dataDir}`], {
+        ...process.env,
+        [name]: 'off',
+      });
+      expect(badEnv.code, name).toBe(64);
+      expect(badEnv.stderr).toContain(`${name} must be 1, true, 0 or false`);
+    }
   });
 
   it('reads its configuration from the environment, a flag winning', async () => {
@@ -288,6 +292,8 @@ describe('disarm serve', () => {
           DISARM_PUBLIC_BASE_URL: 'http://env.example',
           DISARM_STORAGE_BASE_URL: 'http://storage.example/',
           DISARM_TEST_MODE: '1',
+          // Off: it must not turn the outside issuer's admin switch on (nor need an issuer).
+          DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN: '0',
         },
       },
     );

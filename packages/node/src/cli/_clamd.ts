@@ -3,7 +3,7 @@ import { Option } from 'commander';
 import type { Command } from 'commander';
 
 import type { ClamdConfig } from '../pool/types.ts';
-import { UsageError } from './_exit-codes.ts';
+import { parseSwitchEnv, UsageError } from './_exit-codes.ts';
 import { parseClamdAddress } from './_parse.ts';
 import type { ClamdAddress } from './_parse.ts';
 
@@ -46,12 +46,7 @@ export function clamdConfigOf(
   env: NodeJS.ProcessEnv = process.env,
 ): ClamdConfig | undefined {
   const address = flags.clamd;
-  const value = env[CLAMD_FAIL_OPEN_ENV];
-  let failOpen = flags.clamdFailOpen === true;
-  if (value === '1' || value === 'true') failOpen = true;
-  else if (value !== undefined && value !== '' && value !== '0' && value !== 'false') {
-    throw new UsageError(`${CLAMD_FAIL_OPEN_ENV} must be 1, true, 0 or false`);
-  }
+  const failOpen = flags.clamdFailOpen === true || parseSwitchEnv(CLAMD_FAIL_OPEN_ENV, env);
   if (address === undefined) {
     if (failOpen) throw new UsageError('--clamd-fail-open needs --clamd');
     return undefined;

@@ -21,3 +21,17 @@ export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
+
+/**
+ * A switch set in the environment: `1` or `true` turns it on; `0`, `false`, empty or unset leave
+ * it off. Anything else is a usage error, so that a misspelt "off" (`no`, `off`, `False`) never
+ * turns on a switch that weakens the service (fail-open scanning, admin rights for an outside
+ * issuer, a movable clock).
+ * @throws {UsageError} naming the variable.
+ */
+export function parseSwitchEnv(name: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const value = env[name];
+  if (value === undefined || value === '' || value === '0' || value === 'false') return false;
+  if (value === '1' || value === 'true') return true;
+  throw new UsageError(`${name} must be 1, true, 0 or false`);
+}

@@ -21,7 +21,7 @@ import {
 } from '../serve/start-server.ts';
 import type { RunningDisarm } from '../serve/start-server.ts';
 import { batchLogLines } from './_log-lines.ts';
-import { EXIT_CODES, UsageError } from './_exit-codes.ts';
+import { EXIT_CODES, parseSwitchEnv, UsageError } from './_exit-codes.ts';
 import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
 import type { CliContext } from './context.ts';
 import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
@@ -31,6 +31,8 @@ import type { ClamdFlags } from './_clamd.ts';
 export const DEFAULT_DATA_DIR = './.data';
 /** Environment variable that selects test mode (`1` or `true`). */
 export const TEST_MODE_ENV = 'DISARM_TEST_MODE';
+/** Read by hand, not by commander, which would turn the switch on for any value, `0` included. */
+const EXTERNAL_ALLOW_ADMIN_ENV = 'DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN';
 /** Shortest admin token accepted: a guessable token would open the admin routes. */
 const MIN_ADMIN_TOKEN_CHARS = 24;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -222,8 +224,8 @@ export function registerServeCommand(program: Command, context: CliContext): voi
     .addOption(
       new Option(
         '--oauth-external-allow-admin',
-        "honour cdr.admin in the provider's tokens: it then runs the whole platform",
-      ).env('DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN'),
+        `honour cdr.admin in the provider's tokens: it then runs the whole platform (env: ${EXTERNAL_ALLOW_ADMIN_ENV}=1)`,
+      ),
     )
     .addHelpText('after', serveHelpText())
     .action(async () => {
@@ -240,7 +242,7 @@ export function registerServeCommand(program: Command, context: CliContext): voi
 }
 
 async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
-  const testMode = flags.testMode === true || parseTestModeEnv(process.env[TEST_MODE_ENV]);
+  const testMode = flags.testMode === true || parseSwitchEnv(TEST_MODE_ENV);
   const adminToken = flags.adminToken;
   // Worker processes inherit the environment and handle hostile files: they get no token.
   delete process.env.DISARM_ADMIN_TOKEN;
@@ -401,6 +403,8 @@ function isAdvanceClockMessage(message: unknown): message is AdvanceClockMessage
 
 /** The OAuth options the flags describe. */
 function oauthOptions(flags: ServeFlags): EmbeddedOAuthOptions {
+  const allowAdmin =
+    flags.oauthExternalAllowAdmin === true || parseSwitchEnv(EXTERNAL_ALLOW_ADMIN_ENV);
   const external = flags.oauthExternalIssuer;
   const jwksUrl = flags.oauthExternalJwksUrl;
   if ((external === undefined) !== (jwksUrl === undefined)) {
@@ -411,7 +415,7 @@ function oauthOptions(flags: ServeFlags): EmbeddedOAuthOptions {
     (flags.oauthExternalAudience !== undefined ||
       flags.oauthExternalOrgClaim !== undefined ||
       flags.oauthExternalAlgorithms !== undefined ||
-      flags.oauthExternalAllowAdmin === true)
+      allowAdmin)
   ) {
     throw new UsageError('--oauth-external-* options need --oauth-external-issuer');
   }
@@ -433,7 +437,7 @@ function oauthOptions(flags: ServeFlags): EmbeddedOAuthOptions {
             ...(flags.oauthExternalAlgorithms === undefined
               ? {}
               : { algorithms: flags.oauthExternalAlgorithms }),
-            ...(flags.oauthExternalAllowAdmin === true ? { scopes: ['cdr.api', 'cdr.admin'] } : {}),
+            ...(allowAdmin ? { scopes: ['cdr.api', 'cdr.admin'] } : {}),
           },
         }),
   };
@@ -454,12 +458,6 @@ function parseAlgorithms(value: string): ExternalAlgorithm[] {
     );
   }
   return algorithms;
-}
-
-function parseTestModeEnv(value: string | undefined): boolean {
-  if (value === undefined || value === '' || value === '0' || value === 'false') return false;
-  if (value === '1' || value === 'true') return true;
-  throw new UsageError(`${TEST_MODE_ENV} must be 1, true, 0 or false`);
 }
 
 function demoText(demo: DemoAccount, apiUrl: string): string {

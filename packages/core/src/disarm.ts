@@ -237,35 +237,55 @@ async function locateThreats(input: FileInput, context: EngineContext): Promise<
   const format = formatForFileName(input.fileName);
   try {
     const kind = sniff(input.bytes);
-    if (kind === 'gzip') {
-      const inner = await context.deadline.race(
-        gunzipAsync(asBuffer(input.bytes), { maxOutputLength: context.budget.remaining }),
-      );
-      context.budget.consume(inner.length, 'the gzip data');
-      const found = await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes);
-      report.add(found, 'the compressed file');
-    } else if (kind === 'zip') {
-      const noun = format?.family === 'ooxml' || format?.family === 'odf' ? 'part' : 'member';
-      const listing = await openZip(input.bytes, context.limits.maxEntries);
-      try {
-        context.entries.consume(listing.members.length);
-        for (const member of listing.members) {
-          if (member.isDirectory || member.isEncrypted) continue;
-          const bytes = await readMember(listing, member, context.budget.remaining, member.name);
-          context.budget.consume(bytes.length, member.name);
-          const found = await context.scanMember({ bytes, fileName: member.name }, input.bytes);
-          report.add(found, `${noun} "${member.name}"`);
-        }
-      } finally {
-        listing.file.close();
-      }
-    } else if ((kind === 'pdf' || kind === 'fdf') && format?.family === 'pdf') {
+    if ((kind === 'pdf' || kind === 'fdf') && format?.family === 'pdf') {
       return await locateAttachmentThreats({ ...input, format }, context);
     }
+    await scanContents(input, context, (found, where) => {
+      report.add(found, where);
+    });
   } catch {
     // Best effort: the threats found so far keep their places, the others go without.
   }
   return report;
+}
+
+/**
+ * Scans what a gzip or zip holds, member by member, under the tree's entry and content budgets,
+ * telling `onScanned` what each member's scan found and where the member is (nothing for any
+ * other kind of file).
+ */
+async function scanContents(
+  input: FileInput,
+  context: EngineContext,
+  onScanned: (found: readonly string[], where: string) => void,
+): Promise<void> {
+  const kind = sniff(input.bytes);
+  if (kind === 'gzip') {
+    const inner = await context.deadline.race(
+      gunzipAsync(asBuffer(input.bytes), { maxOutputLength: context.budget.remaining }),
+    );
+    context.budget.consume(inner.length, 'the gzip data');
+    const found = await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes);
+    onScanned(found, 'the compressed file');
+    return;
+  }
+  if (kind !== 'zip') return;
+  const format = formatForFileName(input.fileName);
+  const noun = format?.family === 'ooxml' || format?.family === 'odf' ? 'part' : 'member';
+  const listing = await openZip(input.bytes, context.limits.maxEntries);
+  try {
+    // The walk shares the tree's entry budget: digging stops where the rebuild would have.
+    context.entries.consume(listing.members.length);
+    for (const member of listing.members) {
+      if (member.isDirectory || member.isEncrypted) continue;
+      const bytes = await readMember(listing, member, context.budget.remaining, member.name);
+      context.budget.consume(bytes.length, member.name);
+      const found = await context.scanMember({ bytes, fileName: member.name }, input.bytes);
+      onScanned(found, `${noun} "${member.name}"`);
+    }
+  } finally {
+    listing.file.close();
+  }
 }
 
 /** An archive member that is byte for byte one of its enclosing archives: a quine. */
@@ -289,30 +309,9 @@ function assertNotQuine(input: FileInput, context: EngineContext): void {
 async function collectThreats(input: FileInput, context: EngineContext): Promise<string[]> {
   const threats = await scan(input, context);
   if (threats.length > 0 || context.depth > context.limits.maxDepth) return threats;
-  const kind = sniff(input.bytes);
   try {
     assertNotQuine(input, context);
-    if (kind === 'gzip') {
-      const inner = await context.deadline.race(
-        gunzipAsync(asBuffer(input.bytes), { maxOutputLength: context.budget.remaining }),
-      );
-      context.budget.consume(inner.length, 'the gzip data');
-      return [...(await context.scanMember({ bytes: inner, fileName: 'inner' }, input.bytes))];
-    }
-    if (kind !== 'zip') return threats;
-    const listing = await openZip(input.bytes, context.limits.maxEntries);
-    try {
-      // The walk shares the tree's entry budget: digging stops where the rebuild would have.
-      context.entries.consume(listing.members.length);
-      for (const member of listing.members) {
-        if (member.isDirectory || member.isEncrypted) continue;
-        const bytes = await readMember(listing, member, context.budget.remaining, member.name);
-        context.budget.consume(bytes.length, member.name);
-        threats.push(...(await context.scanMember({ bytes, fileName: member.name }, input.bytes)));
-      }
-    } finally {
-      listing.file.close();
-    }
+    await scanContents(input, context, (found) => threats.push(...found));
   } catch (error) {
     if (error instanceof DisarmError) throw error;
   }

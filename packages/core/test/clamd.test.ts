@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { deflateSync } from 'node:zlib';
 
 import {
   buildImage,
   buildOfficeDocument,
-  buildTextPdf,
+  buildPdfWithAttachment,
   buildZip,
   CLAMD_EICAR_SIGNATURE,
   CLAMD_MARKER,
@@ -100,20 +99,7 @@ describe('the clamd scanner against a real clamd', () => {
 
   it('rejects a PDF with an infected attachment', async () => {
     const payload = Buffer.concat([Buffer.from('MZ'), CLAMD_MARKER]);
-    const pdf = buildTextPdf({
-      catalog: '/Names << /EmbeddedFiles << /Names [(setup.exe) 100 0 R] >> >>',
-      objects: [
-        {
-          num: 100,
-          body: '<< /Type /Filespec /F (setup.exe) /UF (setup.exe) /EF << /F 101 0 R >> >>',
-        },
-        {
-          num: 101,
-          body: '<< /Type /EmbeddedFile /Filter /FlateDecode >>',
-          stream: deflateSync(payload),
-        },
-      ],
-    });
+    const pdf = buildPdfWithAttachment('setup.exe', payload);
     expect(await run(pdf, 'invoice.pdf')).toEqual({
       status: 'rejected',
       reason: 'threat_detected',

@@ -5,11 +5,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deflateSync } from 'node:zlib';
 
 import {
   buildImage,
-  buildTextPdf,
+  buildPdfWithAttachment,
   CLAMD_EICAR_SIGNATURE,
   CLAMD_MARKER,
   CLAMD_MARKER_SIGNATURE,
@@ -24,24 +23,6 @@ import { multipart } from './conformance/_harness.ts';
 import type { Envelope } from './conformance/_harness.ts';
 import { runDisarm, startTestServer } from './_server.ts';
 import type { TestServer } from './_server.ts';
-
-/** A PDF carrying `payload` as an attachment named `setup.exe`, as Acrobat attaches files. */
-function pdfWithAttachment(payload: Uint8Array): Buffer {
-  return buildTextPdf({
-    catalog: '/Names << /EmbeddedFiles << /Names [(setup.exe) 100 0 R] >> >>',
-    objects: [
-      {
-        num: 100,
-        body: '<< /Type /Filespec /F (setup.exe) /UF (setup.exe) /EF << /F 101 0 R >> >>',
-      },
-      {
-        num: 101,
-        body: '<< /Type /EmbeddedFile /Filter /FlateDecode >>',
-        stream: deflateSync(payload),
-      },
-    ],
-  });
-}
 
 let clamd: RunningClamd;
 let png: Buffer;
@@ -89,7 +70,10 @@ describe('disarm serve --clamd', () => {
       reason: 'threat_detected',
       threatNames: ['EICAR-Test-File', CLAMD_EICAR_SIGNATURE],
     });
-    const pdf = pdfWithAttachment(Buffer.concat([Buffer.from('MZ'), CLAMD_MARKER]));
+    const pdf = buildPdfWithAttachment(
+      'setup.exe',
+      Buffer.concat([Buffer.from('MZ'), CLAMD_MARKER]),
+    );
     expect(await submit(server, apiKey, 'invoice.pdf', pdf)).toMatchObject({
       status: 'rejected',
       reason: 'threat_detected',

@@ -1,7 +1,6 @@
-import { deflateSync } from 'node:zlib';
-
 import {
   buildOpcPackage,
+  buildPdfWithAttachment,
   buildTextPdf,
   buildZip,
   EICAR_TEST_FILE,
@@ -40,27 +39,6 @@ function wordWithEmbeddedPackage(name: string, data: Uint8Array): Promise<Buffer
     ],
     [{ id: 'rId1', type: RELATIONSHIP_TYPES.officeDocument, target: 'word/document.xml' }],
   );
-}
-
-/**
- * A PDF with `data` attached as Acrobat attaches a file: a file specification in the
- * `/EmbeddedFiles` name tree whose `/EF` stream is Flate-encoded, with its size in `/Params`.
- */
-function pdfWithAttachment(name: string, data: Uint8Array): Buffer {
-  return buildTextPdf({
-    catalog: `/Names << /EmbeddedFiles << /Names [(${name}) 100 0 R] >> >>`,
-    objects: [
-      {
-        num: 100,
-        body: `<< /Type /Filespec /F (${name}) /UF (${name}) /EF << /F 101 0 R >> >>`,
-      },
-      {
-        num: 101,
-        body: `<< /Type /EmbeddedFile /Subtype /application#2Foctet-stream /Params << /Size ${data.length} >> /Filter /FlateDecode >>`,
-        stream: deflateSync(data),
-      },
-    ],
-  });
 }
 
 describe('every archive member and embedded object is scanned before it is dropped or rebuilt', () => {
@@ -112,7 +90,7 @@ describe('every archive member and embedded object is scanned before it is dropp
   });
 
   it('scans a PDF attachment, decoded, and names it', async () => {
-    const pdf = pdfWithAttachment('invoice.com', EICAR_TEST_FILE);
+    const pdf = buildPdfWithAttachment('invoice.com', EICAR_TEST_FILE);
     expect(await disarm({ bytes: pdf, fileName: 'invoice.pdf' })).toEqual({
       status: 'rejected',
       reason: 'threat_detected',
@@ -150,7 +128,7 @@ describe('every archive member and embedded object is scanned before it is dropp
         return Promise.resolve([]);
       },
     };
-    const pdf = pdfWithAttachment('notes.txt', Buffer.from('just notes'));
+    const pdf = buildPdfWithAttachment('notes.txt', Buffer.from('just notes'));
     const outcome = await disarm({ bytes: pdf, fileName: 'a.pdf' }, { scanners: [recorder] });
     expect(outcome).toMatchObject({
       status: 'cleaned',

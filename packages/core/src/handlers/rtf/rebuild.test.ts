@@ -159,6 +159,18 @@ describe('RTF rebuild', () => {
     expect(text).toContain('shown');
   });
 
+  it("keeps a shape's result and the text of a text box, not the shape", async () => {
+    const shape =
+      '{\\shp{\\*\\shpinst\\shpleft0\\shptop0{\\sp{\\sn shapeType}{\\sv 202}}' +
+      '{\\sp{\\sn pibName}{\\sv \\\\\\\\attacker.example\\\\p.png}}' +
+      '{\\shptxt \\pard Here is a text box\\par}}' +
+      '{\\shprslt{\\*\\do\\dobxcolumn{\\*\\dptxbxtext \\pard Here is a text box\\par}}}}';
+    const { text, outcome } = await clean(buildRtf({ texts: TEXTS, body: shape }));
+    expect(kinds(outcome)).toEqual({});
+    expect(text.match(/Here is a text box/g)).toHaveLength(1);
+    expect(text).not.toMatch(/shp|attacker|\\do\b/);
+  });
+
   it('rebuilds pictures through the image and metafile handlers', async () => {
     const png = await buildImage('png', { width: 16, height: 16, exif: { Artist: 'secret' } });
     const emf = buildEmf({ comment: 'secret comment' });

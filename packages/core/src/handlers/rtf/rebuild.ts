@@ -55,7 +55,7 @@ type Mode =
   | 'field'
   /** `\fldinst`: written, then taken back if the instruction is refused. */
   | 'instruction'
-  /** `\object` or `\shp`: only its `\result`/`\shprslt` is written. */
+  /** `\object` or `\shp`: only its result (and a shape's text) is written. */
   | 'container'
   /** `\info`: only its allowed fields are written. */
   | 'info'
@@ -95,7 +95,7 @@ interface Frame {
   instruction?: { text: string; readonly start: number; readonly field: Field | undefined };
   picture?: Picture;
   /** For a container: its removed content is reported as this kind at its end. */
-  container?: { kind: FindingKind | undefined; readonly result: string };
+  container?: { kind: FindingKind | undefined; readonly kept: ReadonlySet<string> };
 }
 
 /** Information group fields kept, as OOXML core and extended properties are (see `content.ts`). */
@@ -106,10 +106,17 @@ const INFO_FIELDS: ReadonlySet<string> = new Set(
   ).split(' '),
 );
 
-/** Destinations that are containers: the one child group kept, its words left out. */
-const CONTAINERS: ReadonlyMap<string, string> = new Map([
-  ['object', 'result'],
-  ['shp', 'shprslt'],
+/**
+ * Destinations that are containers: of their child groups only these are kept, as plain groups,
+ * and their own words are left out. An object keeps its result (RTF 1.9.1 "Objects": the last
+ * picture or text Word showed of it, as OOXML keeps an object's preview picture); a shape keeps
+ * its result for readers without shapes, and the text of a text box (`\shptxt`), written where
+ * the shape was, since Word's result of a text box (`\do`) is a drawing object not kept.
+ */
+const CONTAINERS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['object', new Set(['result'])],
+  ['shp', new Set(['shprslt', 'shpinst'])],
+  ['shpinst', new Set(['shptxt'])],
 ]);
 
 /** Picture kind words of formats not rebuilt: the picture goes (RTF 1.9.1 "Pictures"). */
@@ -272,13 +279,10 @@ class RtfWriter {
       return false;
     }
     if (parent?.mode === 'container') {
-      const container = parent.container;
-      if (name !== undefined && name === container?.result) {
-        frame.mode = 'keep';
-        this.#openGroup(frame, '');
-        return true;
-      }
-      frame.mode = 'drop';
+      const kept = name !== undefined && parent.container?.kept.has(name) === true;
+      if (kept && CONTAINERS.has(name)) return this.#named(frame, name, undefined);
+      frame.mode = kept ? 'keep' : 'drop';
+      if (kept) this.#openGroup(frame, '');
       return true;
     }
     if (parent?.mode === 'field') {
@@ -305,13 +309,10 @@ class RtfWriter {
   }
 
   #named(frame: Frame, name: string, parameter: number | undefined): boolean {
-    const container = CONTAINERS.get(name);
-    if (container !== undefined) {
+    const kept = CONTAINERS.get(name);
+    if (kept !== undefined) {
       frame.mode = 'container';
-      frame.container = {
-        kind: name === 'object' ? 'embedded-object' : undefined,
-        result: container,
-      };
+      frame.container = { kind: name === 'object' ? 'embedded-object' : undefined, kept };
       return true;
     }
     if (name === 'field') {

@@ -485,19 +485,22 @@ class RtfWriter {
   }
 
   #text(frame: Frame, bytes: Uint8Array): void {
-    let text = '';
-    for (const byte of bytes) {
-      if (byte >= 0x20 && byte < 0x7f) text += String.fromCharCode(byte);
-      else if (byte === 0x09) text += '\\tab ';
-      else if (byte >= 0x80) text += `\\'${byte.toString(16)}`;
-      // Other control characters are not text in RTF 1.9.1; readers skip them.
-    }
+    const raw = latin1(bytes);
+    // Printable ASCII goes as it is; a tab is `\tab`, a byte of the code page `\'hh`, and other
+    // control characters, which are not text in RTF 1.9.1 and readers skip, go.
+    const text = /[^\x20-\x7e]/.test(raw)
+      ? raw.replace(/[^\x20-\x7e]/g, (char) => {
+          const code = char.charCodeAt(0);
+          if (code === 0x09) return '\\tab ';
+          return code >= 0x80 ? `\\'${code.toString(16)}` : '';
+        })
+      : raw;
     if (text === '') return;
     this.#ensureOpen(frame);
     // A delimiting space only where the text would otherwise run on into the word.
     this.#write(this.#afterWord && /^[A-Za-z0-9 -]/.test(text) ? ` ${text}` : text);
     this.#afterWord = false;
-    this.#instruction(frame, new TextDecoder('latin1').decode(bytes));
+    if (frame.instruction) this.#instruction(frame, raw);
   }
 
   /** A plain group is written when it first has something to write. */
@@ -625,6 +628,11 @@ class RtfWriter {
       return undefined;
     }
   }
+}
+
+/** Bytes as Latin-1 text, one character per byte. */
+function latin1(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
 }
 
 function isPlaceable(bytes: Uint8Array): boolean {

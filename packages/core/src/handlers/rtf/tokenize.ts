@@ -129,8 +129,9 @@ export class RtfTokenizer {
     }
     const start = this.#at;
     while (this.#at < bytes.length && isLetter(bytes[this.#at] ?? 0)) this.#at += 1;
-    const name = String.fromCharCode(
-      ...bytes.subarray(start, Math.min(this.#at, start + MAX_CONTROL_WORD_CHARS + 1)),
+    const end = Math.min(this.#at, start + MAX_CONTROL_WORD_CHARS + 1);
+    const name = Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString(
+      'latin1',
     );
     const parameter = this.#parameter(name);
     if (bytes[this.#at] === SPACE) this.#at += 1;

@@ -171,6 +171,16 @@ describe('RTF rebuild', () => {
     expect(text).not.toMatch(/shp|attacker|\\do\b/);
   });
 
+  it('keeps nested tables as Word writes them, without the copy for older readers', async () => {
+    const table =
+      '\\pard\\intbl\\itap2 inner\\nestcell{\\*\\nesttableprops\\trowd\\cellx2000\\nestrow}' +
+      '{\\nonesttables \\par }\\pard\\intbl\\itap1 outer\\cell\\trowd\\cellx4000\\row';
+    const { text, outcome } = await clean(buildRtf({ texts: TEXTS, body: table }));
+    expect(kinds(outcome)).toEqual({});
+    expect(text).toContain('{\\*\\nesttableprops\\trowd\\cellx2000\\nestrow}');
+    expect(text).not.toContain('nonesttables');
+  });
+
   it('rebuilds pictures through the image and metafile handlers', async () => {
     const png = await buildImage('png', { width: 16, height: 16, exif: { Artist: 'secret' } });
     const emf = buildEmf({ comment: 'secret comment' });

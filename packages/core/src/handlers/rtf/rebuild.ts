@@ -116,7 +116,9 @@ const INFO_FIELDS: ReadonlySet<string> = new Set(
 const CONTAINERS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ['object', new Set(['result'])],
   ['shp', new Set(['shprslt', 'shpinst'])],
-  ['shpinst', new Set(['shptxt'])],
+  ['shpgrp', new Set(['shprslt', 'shpinst'])],
+  // A group's shapes are inside its instructions.
+  ['shpinst', new Set(['shptxt', 'shp', 'shpgrp'])],
 ]);
 
 /** Picture kind words of formats not rebuilt: the picture goes (RTF 1.9.1 "Pictures"). */

@@ -23,7 +23,7 @@ export const FORMATTING_WORDS: ReadonlySet<string> = words(`
   s cs ds ts tsrowd sbasedon snext slink sautoupd shidden spriority sqformat ssemihidden
   sunhideused slocked styrsid additive
   par pard plain sect sectd line page column softline softpage softcol tab cell row nestcell
-  nestrow lastrow nesttableprops nonesttables
+  nestrow lastrow
   chftn chftnsep chftnsepc chatn chdate chdpl chdpa chtime chpgn sectnum
   bullet emdash endash emspace enspace qmspace lquote rquote ldblquote rdblquote zwj zwnj zwbo
   zwnbo ltrmark rtlmark
@@ -119,7 +119,7 @@ export const KEPT_DESTINATIONS: ReadonlySet<string> = words(`
   atrfstart atrfend bkmkstart bkmkend xe tc field fldinst fldrslt pict shppict
   info title subject author manager company operator category keywords comment doccomm
   creatim revtim printim buptim generator defchp defpap ts cs ud upr revtbl pgdsctbl pgdsc
-  txe rxe bxe
+  txe rxe bxe nesttableprops
 `);
 
 /**
@@ -133,7 +133,7 @@ export const SILENT_DESTINATIONS: ReadonlySet<string> = words(`
   themedata colorschememapping latentstyles lsdlockedexcept rsidtbl xmlnstbl wgrffmtfilter
   mmathPr mmath nonshppict shpinst shptxt do dptxbxtext saveprevpict blipuid picprop
   pgdscno headeryb footeryb fchars lchars oldcprops oldpprops oldsprops oldtprops
-  listpicture hyphen bkmkcolf userprops pxe
+  listpicture hyphen userprops pxe nonesttables
 `);
 
 /**
@@ -156,7 +156,7 @@ export const REMOVED_DESTINATIONS: ReadonlyMap<string, FindingKind> = new Map<st
   // Word's data store: custom XML parts in a compound file.
   ['datastore', 'hidden-data'],
   ['datafield', 'hidden-data'],
-  ['docvar', 'document-metadata'],
+  ['docvar', 'hidden-data'],
   ['propname', 'document-metadata'],
   ['staticval', 'document-metadata'],
   ['password', 'document-metadata'],

@@ -103,6 +103,15 @@ export const FORMATTING_WORDS: ReadonlySet<string> = words(`
   pgdsc pgdscuse pgdscnxt
   xef txe rxe bxe ixe tcf tcl
   pgp ipgp
+  fcs cgrid hyphlead hyphtrail hyphmax flomajor fbimajor flominor fbiminor fhimajor fhiminor
+  fdbmajor fdbminor fbias clshdrawnil tsvertalt tsvertalc tsvertalb tsbrdrt tsbrdrl tsbrdrb
+  tsbrdrr tsbrdrdgl tsbrdrdgr tsbrdrh tsbrdrv tscellwidth tscellwidthfts tscellpaddt
+  tscellpaddb tscellpaddl tscellpaddr tscellpaddft tscellpaddfb tscellpaddfl tscellpaddfr yts
+  nouicompat noqfpromote donotembedsysfont relyonvml donotembedlingdata grfdocevents
+  lytcalctblwd lyttblrtgr usenormstyforlist noindnmbrts felnbrelev indrlsweleven noafcnsttbl
+  afelev utinl hwelev spltpgpar notcvasp notbrkcnstfrctbl notvatxbx krnprsnet cachedcolbal
+  nofeaturethrottle ilfomacatclnup trackmoves trackformatting fracwidth psz vieww viewh
+  pardirnatural rempersonalinfo remdttm
 `);
 
 /**

@@ -181,6 +181,22 @@ describe('RTF rebuild', () => {
     expect(text).not.toContain('nonesttables');
   });
 
+  it('removes a field whose instruction holds a destination, whatever the instruction', async () => {
+    for (const [instruction, kind] of [
+      ['DDEAUTO c:\\\\a.exe \\objdata 0105', { 'dde-link': 1, 'embedded-object': 1 }],
+      ['PAGE {\\b \\object\\objemb}', { 'embedded-object': 1, 'hidden-data': 1 }],
+    ] as const) {
+      const input = buildRtf({
+        texts: TEXTS,
+        body: `{\\field{\\*\\fldinst ${instruction}}{\\fldrslt shown}}`,
+      });
+      const { text, outcome } = await clean(input);
+      expect(kinds(outcome), instruction).toEqual(kind);
+      expect(text).not.toMatch(/fldinst|DDEAUTO|PAGE|object/);
+      expect(text).toContain('shown');
+    }
+  });
+
   it('rebuilds pictures through the image and metafile handlers', async () => {
     const png = await buildImage('png', { width: 16, height: 16, exif: { Artist: 'secret' } });
     const emf = buildEmf({ comment: 'secret comment' });

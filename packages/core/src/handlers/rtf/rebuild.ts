@@ -92,7 +92,13 @@ interface Frame {
   starred: boolean;
   field?: Field;
   /** The instruction being read by the nearest `\fldinst`. */
-  instruction?: { text: string; readonly start: number; readonly field: Field | undefined };
+  instruction?: {
+    text: string;
+    readonly start: number;
+    readonly field: Field | undefined;
+    /** A destination began inside the instruction: what Word makes of it is not judged. */
+    spoilt: boolean;
+  };
   picture?: Picture;
   /** For a container: its removed content is reported as this kind at its end. */
   container?: { kind: FindingKind | undefined; readonly kept: ReadonlySet<string> };
@@ -251,14 +257,14 @@ class RtfWriter {
     if (this.#frames.length >= MAX_GROUP_DEPTH) {
       reject('policy_violation', `groups nest deeper than ${MAX_GROUP_DEPTH} levels`);
     }
+    // A child of a container, field or information group is kept only once its destination
+    // says it may be (see #destination).
     const inherited: Mode =
-      parent.mode === 'drop' || parent.mode === 'container' || parent.mode === 'field'
-        ? 'drop'
-        : parent.mode === 'picture' || parent.mode === 'picture-data'
-          ? 'picture-data'
-          : parent.mode === 'info'
-            ? 'drop'
-            : 'keep';
+      parent.mode === 'picture' || parent.mode === 'picture-data'
+        ? 'picture-data'
+        : parent.mode === 'keep' || parent.mode === 'instruction'
+          ? 'keep'
+          : 'drop';
     const frame: Frame = { mode: inherited, opened: false, first: true, starred: false };
     if (parent.instruction) frame.instruction = parent.instruction;
     if (parent.picture) frame.picture = parent.picture;
@@ -384,7 +390,7 @@ class RtfWriter {
     if (name === 'fldinst' && field.decision === 'undecided') {
       frame.mode = 'instruction';
       const start = this.#out.length;
-      frame.instruction = { text: '', start, field };
+      frame.instruction = { text: '', start, field, spoilt: false };
       this.#openGroup(frame, '\\*\\fldinst');
       return true;
     }
@@ -458,11 +464,11 @@ class RtfWriter {
       if (removed !== undefined) this.#findings.add(removed);
       if (name === 'object') this.#findings.add('embedded-object');
       if (name === 'pict') this.#findings.add('hidden-data');
-      frame.mode = 'drop';
+      this.#dropRest(frame);
       return;
     }
     if (SILENT_DESTINATIONS.has(name)) {
-      frame.mode = 'drop';
+      this.#dropRest(frame);
       return;
     }
     if (!FORMATTING_WORDS.has(name)) return;
@@ -475,6 +481,15 @@ class RtfWriter {
         String.fromCharCode(parameter < 0 ? parameter + 0x10000 : parameter),
       );
     }
+  }
+
+  /**
+   * Leaves out the rest of a group. In a field instruction the instruction goes whole, and the
+   * field with it: its group is still read to its end, to be judged there.
+   */
+  #dropRest(frame: Frame): void {
+    if (frame.instruction) frame.instruction.spoilt = true;
+    if (frame.mode !== 'instruction') frame.mode = 'drop';
   }
 
   #word(word: { readonly name: string; readonly parameter: number | undefined }): void {
@@ -533,9 +548,11 @@ class RtfWriter {
       this.#afterWord = false;
       return;
     } else if (frame.mode === 'instruction' && frame.instruction?.field) {
-      const { text, start, field } = frame.instruction;
+      const { text, start, field, spoilt } = frame.instruction;
       const refused =
-        text.length > MAX_INSTRUCTION_CHARS ? 'hidden-data' : classifyField(text.trim());
+        text.length > MAX_INSTRUCTION_CHARS || spoilt
+          ? (classifyField(text.trim()) ?? 'hidden-data')
+          : classifyField(text.trim());
       if (refused !== undefined) {
         this.#findings.add(refused);
         this.#out.length = start;

@@ -53,7 +53,8 @@ function isDigit(byte: number): boolean {
   return byte >= 0x30 && byte <= 0x39;
 }
 
-function hexValue(byte: number): number {
+/** The value of a hex digit (either case), or -1. */
+export function hexDigitValue(byte: number): number {
   if (isDigit(byte)) return byte - 0x30;
   const folded = byte | 0x20;
   return folded >= 0x61 && folded <= 0x66 ? folded - 0x61 + 10 : -1;
@@ -173,8 +174,8 @@ export class RtfTokenizer {
 
   #hex(): RtfToken {
     const bytes = this.#bytes;
-    const high = hexValue(bytes[this.#at] ?? 0);
-    const low = hexValue(bytes[this.#at + 1] ?? 0);
+    const high = hexDigitValue(bytes[this.#at] ?? 0);
+    const low = hexDigitValue(bytes[this.#at + 1] ?? 0);
     // Word and LibreOffice skip a `\'` not followed by two hex digits.
     if (high < 0 || low < 0 || this.#at + 1 >= bytes.length) {
       return { kind: 'text', bytes: new Uint8Array(0) };
@@ -182,9 +183,4 @@ export class RtfTokenizer {
     this.#at += 2;
     return { kind: 'hex', byte: high * 16 + low };
   }
-}
-
-/** The value of a hex digit (either case), or -1. */
-export function hexDigitValue(byte: number): number {
-  return hexValue(byte);
 }

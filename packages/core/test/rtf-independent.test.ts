@@ -14,18 +14,21 @@ import {
   ACTIVE_CONTENT_SIGNATURES,
   buildEmf,
   buildImage,
+  buildWmf,
   clamscanVerdicts,
   equationObject,
   obfuscatedHex,
   ole2LinkObject,
   oleObjectData,
   rtfField,
+  rtfHex,
   rtfPicture,
   withRtfBody,
 } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../src/disarm.ts';
+import { encodeBmp } from '../src/handlers/image/bmp/encode.ts';
 
 const REPO = resolve(import.meta.dirname, '..', '..', '..');
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
@@ -82,6 +85,13 @@ beforeAll(async () => {
   libreOfficeConvert('rtf', join(dir, 'base'), [join(dir, 'base', 'base.txt')]);
   const base = await readFile(join(dir, 'base', 'base.rtf'));
   const png = await buildImage('png', { width: 24, height: 24 });
+  // A packed DIB: a BMP file without its file header.
+  const dib = encodeBmp({
+    width: 3,
+    height: 2,
+    channels: 3,
+    data: new Uint8Array(18).fill(90),
+  }).subarray(14);
   const ole = oleObjectData('Package', { '\u0001Ole10Native': Buffer.from('MZ payload') });
   const inputs: [string, string, string][] = [
     // [file name, RTF put before the document's end, the text LibreOffice shows of it once rebuilt]
@@ -106,7 +116,9 @@ beforeAll(async () => {
     ],
     [
       'pictures.rtf',
-      `\\par ${rtfPicture('pngblip', png)}${rtfPicture('emfblip', buildEmf({ caption: 'Caption' }))}`,
+      `\\par ${rtfPicture('pngblip', png)}${rtfPicture('emfblip', buildEmf({ caption: 'Caption' }))}` +
+        `{\\pict\\picw24\\pich24\\wmetafile8 ${rtfHex(buildWmf())}}` +
+        `{\\pict\\picw3\\pich2\\dibitmap0 ${rtfHex(dib)}}`,
       '',
     ],
   ];
@@ -163,9 +175,9 @@ describe('RTF outputs, as independent readers see them', () => {
     const members = execFileSync('unzip', ['-Z1', join(out, 'pictures.odt')], {
       encoding: 'utf8',
     });
-    // The PNG and the EMF (LibreOffice adds a PNG preview of the EMF).
-    expect(members).toMatch(/^Pictures\/[0-9A-F]+\.emf$/m);
-    expect(members.match(/^Pictures\/[0-9A-F]+\.png$/gm)).toHaveLength(2);
+    // Each picture kind is kept (LibreOffice adds PNG previews of the metafiles).
+    const kinds = new Set(members.match(/(?<=^Pictures\/[0-9A-F]+\.)[a-z]+$/gm));
+    expect([...kinds].sort()).toEqual(['bmp', 'emf', 'png', 'wmf']);
   }, 300_000);
 
   it('ClamAV flags every active input and no output', () => {

@@ -1,5 +1,6 @@
 import {
   buildEmf,
+  buildWmf,
   buildImage,
   buildRtf,
   equationObject,
@@ -13,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
 import type { Outcome } from '../../outcome.ts';
+import { encodeBmp } from '../image/bmp/encode.ts';
 import { MAX_GROUP_DEPTH } from './rebuild.ts';
 import { RtfTokenizer } from './tokenize.ts';
 
@@ -228,6 +230,28 @@ describe('RTF rebuild', () => {
       expect(text).toMatch(/\{\\pict\\picw16\\pich16\\pngblip\n89504e47/);
       expect(text).not.toContain('\\bin');
     }
+  });
+
+  it('rebuilds Windows metafile and DIB pictures in the form RTF stores them', async () => {
+    const bmp = encodeBmp({ width: 3, height: 2, channels: 3, data: new Uint8Array(18).fill(90) });
+    const dib = bmp.subarray(14);
+    const wmf = buildWmf();
+    const input = buildRtf({
+      texts: TEXTS,
+      body:
+        `{\\pict\\picw3\\pich2\\wmetafile8 ${rtfHex(wmf)}}` +
+        `{\\pict\\picw3\\pich2\\dibitmap0 ${rtfHex(dib)}}`,
+    });
+    const { text, outcome } = await clean(input);
+    expect(kinds(outcome)).toEqual({});
+    const pictures = [...text.matchAll(/\{\\pict[^\n]*\\(wmetafile8|dibitmap0)\n([0-9a-f\n]+)\}/g)];
+    expect(pictures.map((match) => match[1])).toEqual(['wmetafile8', 'dibitmap0']);
+    const data = pictures.map((match) => Buffer.from((match[2] ?? '').replace(/\n/g, ''), 'hex'));
+    // RTF 1.9.1: `\wmetafile` data has no placeable header; `\dibitmap` data no file header.
+    expect(data[0]?.readUInt32LE(0)).not.toBe(0x9ac6cdd7);
+    expect(data[0]?.readUInt16LE(2)).toBe(9);
+    expect(data[1]?.readUInt32LE(0)).toBe(40);
+    expect(data[1]?.readInt32LE(4)).toBe(3);
   });
 
   it('drops a picture it cannot rebuild, and says so', async () => {

@@ -1,5 +1,5 @@
 /**
- * The independent checks of a rebuilt Office or ODT copy: ClamAV (`--alert-macros`, plus the
+ * The independent checks of a rebuilt Office, ODT or RTF copy: ClamAV (`--alert-macros`, plus the
  * active-content signatures of `@disarm/fixtures`) must find nothing in it, and headless
  * LibreOffice must convert it to PDF with the same text as the input.
  */
@@ -18,7 +18,7 @@ const run = promisify(execFile);
 /** Output formats these checks apply to. */
 export const OFFICE_FORMATS: ReadonlySet<string> = new Set([
   'docx', 'docm', 'dotx', 'dotm', 'xlsx', 'xlsm', 'xltx', 'xltm', 'xlam', 'xlsb', 'pptx', 'pptm',
-  'potx', 'potm', 'ppam', 'ppsx', 'ppsm', 'odt',
+  'potx', 'potm', 'ppam', 'ppsx', 'ppsm', 'odt', 'rtf',
 ]); // prettier-ignore
 
 const CONVERT_TIMEOUT_MS = 180_000;

@@ -165,7 +165,6 @@ describe('disarm()', () => {
   });
 
   it.each([
-    ['a.rtf', () => Buffer.from(TEXT_FIXTURES.rtf)],
     ['a.svg', () => Buffer.from(TEXT_FIXTURES.svg)],
     ['a.html', () => Buffer.from(TEXT_FIXTURES.html)],
     ['a.ods', () => buildOdf('ods')],

@@ -10,6 +10,7 @@ import {
   buildImage,
   buildOdt,
   buildTextPdf,
+  rtfField,
   buildWordDocument,
   buildWorkbook,
   buildZip,
@@ -64,6 +65,26 @@ const BASES: readonly Base[] = [
     name: 'an odt with Basic and scripts',
     fileName: 'f.odt',
     bytes: () => buildOdt({ texts: ['a', 'b'], basic: true, scripts: true }),
+  },
+  {
+    // Small, so that damage reaches its header and the length of its raw picture run as often
+    // as its text.
+    name: 'an rtf with an object, a DDE field and a raw picture',
+    fileName: 'f.rtf',
+    bytes: async () => {
+      const png = await buildImage('png', { width: 8, height: 8 });
+      return Buffer.concat([
+        Buffer.from(
+          '{\\rtf1\\ansi{\\fonttbl{\\f0 Arial;}}\\f0 a\\par' +
+            '{\\object\\objemb{\\*\\objdata 0105000002000000}{\\result b}}' +
+            rtfField('DDEAUTO c:\\\\a.exe', 'c') +
+            `{\\pict\\pngblip\\bin${png.length} `,
+          'latin1',
+        ),
+        png,
+        Buffer.from('}}', 'latin1'),
+      ]);
+    },
   },
   {
     name: 'a zip of images',

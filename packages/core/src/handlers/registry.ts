@@ -3,6 +3,7 @@ import type { FormatFamily } from '../formats.ts';
 import { archiveHandler } from './archive/handler.ts';
 import { odfHandler } from './odf/handler.ts';
 import { ooxmlHandler } from './ooxml/handler.ts';
+import { rtfHandler } from './rtf/handler.ts';
 import type { FormatHandler } from './types.ts';
 
 /**
@@ -53,6 +54,6 @@ export const HANDLERS: Readonly<Record<FormatFamily, FormatHandler>> = {
   ooxml: ooxmlHandler,
   odf: odfHandler,
   cfb: notYetSupported('cfb'),
-  rtf: notYetSupported('rtf'),
+  rtf: rtfHandler,
   markup: notYetSupported('markup'),
 };

@@ -483,8 +483,8 @@ describe('zip rebuild', () => {
   });
 });
 
-/** An RTF file that passes detection; its family is not rebuilt yet, so it ends in a fault. */
-const RTF = '{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}} Hello.\\par}';
+/** An SVG file that passes detection; its family is not rebuilt yet, so it ends in a fault. */
+const SVG = TEXT_FIXTURES.svg;
 
 describe('archive verdicts consider every member, in any order', () => {
   async function both(
@@ -496,7 +496,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it('a member whose family is not yet rebuilt never hides a threat', async () => {
     for (const outcome of await both(
-      { name: 'a.rtf', data: RTF },
+      { name: 'a.svg', data: SVG },
       { name: 'eicar.png', data: EICAR_TEST_FILE },
     )) {
       expect(outcome).toMatchObject({
@@ -509,7 +509,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it('a fault never hides a refused name', async () => {
     for (const outcome of await both(
-      { name: 'a.rtf', data: RTF },
+      { name: 'a.svg', data: SVG },
       { name: '../evil.png', data: await buildImage('png') },
     )) {
       expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
@@ -518,7 +518,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it("a fault never hides another member's rejection", async () => {
     for (const outcome of await both(
-      { name: 'a.rtf', data: RTF },
+      { name: 'a.svg', data: SVG },
       { name: 'fake.png', data: await buildImage('jpeg') },
     )) {
       expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
@@ -551,7 +551,7 @@ describe('archive verdicts consider every member, in any order', () => {
       },
     ];
     const input = buildRawZip([
-      { name: 'a.rtf', data: RTF },
+      { name: 'a.svg', data: SVG },
       { name: 'eicar.png', data: EICAR_TEST_FILE },
       { name: 'notes.txt', data: 'hello' },
       { name: 'm.png', data: 'MARKER' },
@@ -576,7 +576,7 @@ describe('archive verdicts consider every member, in any order', () => {
 
   it('ends in the fault only when no member is rejected', async () => {
     const input = buildRawZip([
-      { name: 'a.rtf', data: RTF },
+      { name: 'a.svg', data: SVG },
       { name: 'ok.png', data: await buildImage('png') },
     ]);
     await expect(run(input)).rejects.toMatchObject({ code: 'ERR_NOT_YET_SUPPORTED' });

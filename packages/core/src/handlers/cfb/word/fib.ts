@@ -3,6 +3,8 @@ import { Rejection } from '../../../_internal/rejection.ts';
 
 /** [MS-DOC] 2.5.2 FibBase.wIdent of a Word binary document. */
 const WORD_IDENT = 0xa5ec;
+/** The wIdent of Word 6 and Word 95 documents, whose FIB is another format. */
+const WORD_6_IDENT = 0xa5dc;
 /** [MS-DOC] 2.5.2: nFib of Word 97, the first version this format ([MS-DOC]) describes. */
 export const WORD_97_NFIB = 0x00c1;
 /** [MS-DOC] 2.5.2 FibBase flag bits (the 16 bits at offset 10). */
@@ -68,6 +70,9 @@ export function parseFib(stream: Uint8Array, what: string): Fib {
   const invalid = (fault: string): never => {
     throw new Rejection('invalid_file', `${what} is not a Word 97-2003 document: ${fault}`);
   };
+  if (stream.length >= 4 && u16le(stream, 0) === WORD_6_IDENT) {
+    invalid('it is a Word 6 or Word 95 document, which this engine does not rebuild');
+  }
   if (
     stream.length < FIB_RG_LW_OFFSET + FIB_RG_LW_COUNT * 4 + 2 ||
     u16le(stream, 0) !== WORD_IDENT

@@ -84,6 +84,11 @@ describe('Word 97-2003 rebuild', () => {
     const old = await disarm({ bytes: word95, fileName: 'f.doc' });
     expect(old).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
     if (old.status === 'rejected') expect(old.detail).toContain('Word 6 or Word 95');
+    // Word 6 and 95 write their own FIB, told by its wIdent.
+    const word6 = await buildWordBinary({ texts: TEXTS, wIdent: 0xa5dc });
+    const six = await disarm({ bytes: word6, fileName: 'f.doc' });
+    expect(six).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    if (six.status === 'rejected') expect(six.detail).toContain('Word 6 or Word 95 document');
 
     const long = await buildWordBinary({
       texts: Array.from({ length: 80 }, (_, i) => `Line ${i}`),

@@ -23,12 +23,12 @@ export const cfbHandler: FormatHandler = {
         );
     }
   },
-  verify(output, input) {
+  verify(output, input, context) {
     if (input.format.kind !== 'word-binary') {
       return Promise.reject(
         new TypeError(`no .${input.format.extension} output can exist to verify`),
       );
     }
-    return verifyWordBinary(output);
+    return verifyWordBinary(output, context);
   },
 };

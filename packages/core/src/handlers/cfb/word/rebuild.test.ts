@@ -1,8 +1,12 @@
 import { buildWordBinary, damageCompoundFile, olefileListing } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
+import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
+import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
 import { disarm } from '../../../disarm.ts';
-import { cleaned, findingsOf } from '../../../test-support.ts';
+import { cleaned, engineContext, findingsOf } from '../../../test-support.ts';
+import { VerifyFailure } from '../../types.ts';
+import { verifyWordBinary } from './verify.ts';
 
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
 const TEMPLATE = '\\\\attacker.example\\share\\evil.dotm';
@@ -112,5 +116,28 @@ describe('Word 97-2003 rebuild', () => {
         reason: 'invalid_file',
       });
     }
+  });
+
+  it('verify fails a written file that kept a field, a macro storage or a template', async () => {
+    const failure = async (bytes: Uint8Array, keep: (name: string) => boolean): Promise<string> => {
+      const { root } = parseCompoundFile(bytes, { what: 'input', maxBytes: 1e8 });
+      const written = writeCompoundFile({
+        ...root,
+        children: root.children.filter((child) => keep(child.name)),
+      });
+      const error: unknown = await verifyWordBinary(
+        { bytes: written, findings: [] },
+        engineContext(),
+      ).catch((caught: unknown) => caught);
+      if (!(error instanceof VerifyFailure)) throw new Error('verify passed');
+      return error.check;
+    };
+    const streams = (name: string): boolean => ['WordDocument', '1Table'].includes(name);
+    const dde = await buildWordBinary({ texts: TEXTS, dde: true });
+    expect(await failure(dde, streams)).toBe('word.fields');
+    const vba = await buildWordBinary({ texts: TEXTS, vba: true });
+    expect(await failure(vba, (name) => streams(name) || name === 'Macros')).toBe('cfb.entries');
+    const dot = await buildWordBinary({ texts: TEXTS, template: TEMPLATE });
+    expect(await failure(dot, streams)).toBe('word.template');
   });
 });

@@ -202,6 +202,15 @@ describe('parseCompoundFile', () => {
     );
   });
 
+  it('reads a root entry written without a name, as Excel 5 and some PowerPoint writers do', () => {
+    const bytes = writeCompoundFile(storage('Root Entry', [stream('A', encode('x'))]));
+    const view = new DataView(bytes.buffer);
+    const directory = (view.getUint32(48, true) + 1) * 512;
+    bytes.fill(0, directory, directory + 64);
+    view.setUint16(directory + 64, 2, true);
+    expect(flatten(parseCompoundFile(bytes, OPTIONS).root)).toEqual({ A: hex(encode('x')) });
+  });
+
   it('rejects a bad name length and two siblings of one name', () => {
     const bytes = writeCompoundFile(
       storage('Root Entry', [stream('AB', encode('1')), stream('CD', encode('2'))]),

@@ -239,7 +239,9 @@ class CompoundReader {
     const type = bytes[offset + 66] ?? 0;
     const nameBytes = u16le(bytes, offset + NAME_FIELD_BYTES);
     let name = '';
-    if (type !== 0) {
+    // The root's name is never looked up; Excel 5 and some PowerPoint writers leave it empty.
+    const rootWithoutName = type === OBJECT_ROOT && nameBytes <= 2;
+    if (type !== 0 && !rootWithoutName) {
       // [MS-CFB] 2.6.1: the length counts the terminating NUL; names are 1 to 31 code units.
       if (nameBytes < 4 || nameBytes > NAME_FIELD_BYTES || nameBytes % 2 !== 0) {
         this.#invalid(`directory entry ${index} has a name length of ${nameBytes} bytes`);

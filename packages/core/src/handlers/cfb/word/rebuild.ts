@@ -73,7 +73,8 @@ export function rebuildWordBinary(input: DetectedFile, context: EngineContext): 
       `${what} is not a Word document: it has no WordDocument stream`,
     );
   }
-  const word = Uint8Array.from(wordStream.content);
+  // Copies: the reader may hand out views of the input, which stays as it was.
+  const word = wordStream.content.slice();
   const fib = parseFib(word, what);
   const tableStream = streamNamed(root, fib.tableName);
   if (!tableStream) {
@@ -82,7 +83,7 @@ export function rebuildWordBinary(input: DetectedFile, context: EngineContext): 
       `${what} is not a readable Word document: its FIB names the ${fib.tableName} stream, which it does not have`,
     );
   }
-  const table = Uint8Array.from(tableStream.content);
+  const table = tableStream.content.slice();
   const data = streamNamed(root, 'Data');
   judgeEntries(root, fib, findings, what);
 

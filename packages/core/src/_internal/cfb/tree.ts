@@ -13,6 +13,10 @@ export interface CompoundStream {
   readonly kind: 'stream';
   /** 1 to 31 UTF-16 code units, none of them NUL ([MS-CFB] 2.6.1). */
   readonly name: string;
+  /**
+   * The stream's bytes. As `parseCompoundFile` reads them, a stream whose sectors follow
+   * one another is a view of the file's own bytes: copy it before changing it.
+   */
   readonly content: Uint8Array;
 }
 

@@ -8,7 +8,6 @@ const WORD_6_IDENT = 0xa5dc;
 /** [MS-DOC] 2.5.2: nFib of Word 97, the first version this format ([MS-DOC]) describes. */
 export const WORD_97_NFIB = 0x00c1;
 /** [MS-DOC] 2.5.2 FibBase flag bits (the 16 bits at offset 10). */
-export const FIB_DOT = 0x0001;
 const FIB_ENCRYPTED = 0x0100;
 const FIB_WHICH_TABLE = 0x0200;
 /** [MS-DOC] 2.5.1: csw and cslw of every Word 97 and later FIB. */

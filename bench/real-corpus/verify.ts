@@ -63,6 +63,28 @@ interface Reader {
 }
 
 const VIPS: Reader = { name: 'vips avg', command: 'vips', args: (path) => ['avg', path] };
+
+/**
+ * python-olefile (Debian `python3-olefile`, the reader of oletools) at its strict level: every
+ * stream read whole, and a macro, VBA or object storage left in the copy is a failure.
+ */
+const OLEFILE_CHECK = String.raw`
+import sys, olefile
+ole = olefile.OleFileIO(sys.argv[1], raise_defects=olefile.DEFECT_INCORRECT)
+active = []
+for path in ole.listdir(streams=True, storages=True):
+    if path[0].lower() in ('macros', '_vba_project_cur', 'vba', 'objectpool'):
+        active.append('/'.join(path))
+    if ole.get_type('/'.join(path)) == olefile.STGTY_STREAM:
+        ole.openstream('/'.join(path)).read()
+if active:
+    sys.exit('macro or object storages left: ' + ', '.join(active))
+`;
+const OLEFILE: Reader = {
+  name: 'olefile',
+  command: '/usr/bin/python3',
+  args: (path) => ['-c', OLEFILE_CHECK, path],
+};
 const READERS: Readonly<Record<string, Reader>> = {
   jpg: VIPS,
   jpeg: VIPS,
@@ -84,6 +106,8 @@ const READERS: Readonly<Record<string, Reader>> = {
     tolerates: (exitCode, output) => exitCode === 1 && output.includes('zipfile is empty'),
   },
   pdf: { name: 'qpdf --check', command: 'qpdf', args: (path) => ['--check', path] },
+  doc: OLEFILE,
+  dot: OLEFILE,
 };
 
 const READER_TIMEOUT_MS = 120_000;

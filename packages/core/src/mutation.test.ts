@@ -10,6 +10,7 @@ import {
   buildImage,
   buildOdt,
   buildTextPdf,
+  buildWordBinary,
   rtfField,
   buildWordDocument,
   buildWorkbook,
@@ -50,6 +51,11 @@ const BASES: readonly Base[] = [
     name: 'a docx with VBA and DDE',
     fileName: 'f.docx',
     bytes: () => buildWordDocument('docx', { texts: ['a', 'b'], vba: true, dde: true }),
+  },
+  {
+    name: 'a Word 97-2003 document with VBA and DDE',
+    fileName: 'f.doc',
+    bytes: () => buildWordBinary({ texts: ['a', 'b'], vba: true, dde: true }),
   },
   {
     name: 'an xlsm with an XLM macro sheet',

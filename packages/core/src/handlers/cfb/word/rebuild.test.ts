@@ -1,0 +1,143 @@
+import { buildWordBinary, damageCompoundFile, olefileListing } from '@disarm/fixtures';
+import { describe, expect, it } from 'vitest';
+
+import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
+import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
+import { disarm } from '../../../disarm.ts';
+import { cleaned, engineContext, findingsOf } from '../../../test-support.ts';
+import { VerifyFailure } from '../../types.ts';
+import { verifyWordBinary } from './verify.ts';
+
+const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
+const TEMPLATE = '\\\\attacker.example\\share\\evil.dotm';
+const utf16 = (text: string): Buffer => Buffer.from(text, 'utf16le');
+
+async function rebuild(bytes: Uint8Array, fileName = 'f.doc'): Promise<Buffer> {
+  return Buffer.from(cleaned(await disarm({ bytes, fileName })).bytes);
+}
+
+describe('Word 97-2003 rebuild', () => {
+  it('keeps only WordDocument, the table stream and Data, and drops the VBA project', async () => {
+    const input = await buildWordBinary({ texts: TEXTS, vba: true });
+    expect(olefileListing(input).entries.map((entry) => entry.path)).toContain('Macros/VBA/dir');
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
+    expect(findingsOf(outcome)).toEqual({ 'vba-macro': 1 });
+    const listing = olefileListing(outcome.bytes);
+    expect(listing.issues).toEqual([]);
+    expect(listing.entries.map((entry) => entry.path)).toEqual(['1Table', 'WordDocument']);
+    expect(listing.entries.every((entry) => entry.zeroTimes)).toBe(true);
+  });
+
+  it('neutralises DDE and fetching fields and keeps their result text', async () => {
+    const input = await buildWordBinary({ texts: TEXTS, dde: true, fetchingFields: true });
+    expect(input.includes(utf16('DDEAUTO'))).toBe(true);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
+    // LibreOffice writes INCLUDEPICTURE \\d as a linked picture, which it keeps in no field.
+    expect(findingsOf(outcome)).toEqual({ 'dde-link': 2, 'external-relationship': 1 });
+    const output = Buffer.from(outcome.bytes);
+    for (const gone of ['DDEAUTO', 'cmd.exe', 'INCLUDETEXT', 'INCLUDEPICTURE', 'attacker']) {
+      expect(output.includes(utf16(gone)), gone).toBe(false);
+    }
+    for (const kept of ['included', 'picture', 'PAGE', ...TEXTS]) {
+      expect(output.includes(utf16(kept)), kept).toBe(true);
+    }
+  });
+
+  it('clears the attached template and zeroes table bytes no FIB pair points at', async () => {
+    const input = await buildWordBinary({
+      texts: TEXTS,
+      template: TEMPLATE,
+      leftover: 'LEFTOVER-SECRET',
+    });
+    expect(input.includes(utf16(TEMPLATE))).toBe(true);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'f.dot' }));
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 1 });
+    const output = Buffer.from(outcome.bytes);
+    expect(output.includes(utf16(TEMPLATE))).toBe(false);
+    expect(output.includes(Buffer.from('LEFTOVER-SECRET'))).toBe(false);
+  });
+
+  it('rebuilds a template (.dot) as a template', async () => {
+    const output = await rebuild(await buildWordBinary({ texts: TEXTS, dot: true }), 'f.dot');
+    const word = Buffer.from(
+      olefileListing(output).entries.find((entry) => entry.path === 'WordDocument')?.hex ?? '',
+      'hex',
+    );
+    expect(word.readUInt16LE(10) & 0x0001).toBe(1);
+  });
+
+  it('is idempotent: its output rebuilds to the same bytes with nothing to report', async () => {
+    const input = await buildWordBinary({ texts: TEXTS, dde: true, vba: true, template: TEMPLATE });
+    const first = cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
+    const second = cleaned(await disarm({ bytes: first.bytes, fileName: 'f.doc' }));
+    expect(second.findings).toEqual([]);
+    expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
+  });
+
+  it('refuses embedded OLE objects, which it cannot yet replace by their preview', async () => {
+    const outcome = await disarm({
+      bytes: await buildWordBinary({ texts: TEXTS, objectPool: true }),
+      fileName: 'f.doc',
+    });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+    if (outcome.status === 'rejected') expect(outcome.detail).toContain('ObjectPool');
+  });
+
+  it('rejects Word 6/95 documents and damaged containers as invalid_file', async () => {
+    const word95 = await buildWordBinary({ texts: TEXTS, nFib: 0x0068 });
+    const old = await disarm({ bytes: word95, fileName: 'f.doc' });
+    expect(old).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    if (old.status === 'rejected') expect(old.detail).toContain('Word 6 or Word 95');
+    // Word 6 and 95 write their own FIB, told by its wIdent.
+    const word6 = await buildWordBinary({ texts: TEXTS, wIdent: 0xa5dc });
+    const six = await disarm({ bytes: word6, fileName: 'f.doc' });
+    expect(six).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    if (six.status === 'rejected') expect(six.detail).toContain('Word 6 or Word 95 document');
+
+    const long = await buildWordBinary({
+      texts: Array.from({ length: 80 }, (_, i) => `Line ${i}`),
+    });
+    const cycle = await disarm({
+      bytes: damageCompoundFile(long, 'fat-cycle'),
+      fileName: 'f.doc',
+    });
+    expect(cycle).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+  });
+
+  it('rejects RTF, WordPerfect and Graphviz files named .doc or .dot as invalid_file', async () => {
+    const files: [string, Uint8Array][] = [
+      ['rtf.doc', Buffer.from('{\\rtf1\\ansi Hello}')],
+      ['wp.doc', Buffer.concat([Buffer.from([0xff, 0x57, 0x50, 0x43]), Buffer.alloc(60)])],
+      ['graph.dot', Buffer.from('digraph G { a -> b; }\n')],
+    ];
+    for (const [fileName, bytes] of files) {
+      expect(await disarm({ bytes, fileName }), fileName).toMatchObject({
+        status: 'rejected',
+        reason: 'invalid_file',
+      });
+    }
+  });
+
+  it('verify fails a written file that kept a field, a macro storage or a template', async () => {
+    const failure = async (bytes: Uint8Array, keep: (name: string) => boolean): Promise<string> => {
+      const { root } = parseCompoundFile(bytes, { what: 'input', maxBytes: 1e8 });
+      const written = writeCompoundFile({
+        ...root,
+        children: root.children.filter((child) => keep(child.name)),
+      });
+      const error: unknown = await verifyWordBinary(
+        { bytes: written, findings: [] },
+        engineContext(),
+      ).catch((caught: unknown) => caught);
+      if (!(error instanceof VerifyFailure)) throw new Error('verify passed');
+      return error.check;
+    };
+    const streams = (name: string): boolean => ['WordDocument', '1Table'].includes(name);
+    const dde = await buildWordBinary({ texts: TEXTS, dde: true });
+    expect(await failure(dde, streams)).toBe('word.fields');
+    const vba = await buildWordBinary({ texts: TEXTS, vba: true });
+    expect(await failure(vba, (name) => streams(name) || name === 'Macros')).toBe('cfb.entries');
+    const dot = await buildWordBinary({ texts: TEXTS, template: TEMPLATE });
+    expect(await failure(dot, streams)).toBe('word.template');
+  });
+});

@@ -1,0 +1,277 @@
+import {
+  biffRecord,
+  buildCompoundFile,
+  buildExcelWorkbook,
+  buildWorkbookStream,
+  ddeLink,
+  externSheet,
+  formulaCell,
+  FTAB,
+  hyperlink,
+  labelCell,
+  macroButton,
+  nameRecord,
+  numberCell,
+  olefileListing,
+  ptg,
+  ref3d,
+  selfSupbook,
+} from '@disarm/fixtures';
+import { describe, expect, it } from 'vitest';
+
+import { disarm } from '../../../disarm.ts';
+
+const PAYLOAD = 'Shell "calc.exe"';
+
+async function rebuilt(bytes: Uint8Array) {
+  const outcome = await disarm({ bytes, fileName: 'book.xls' });
+  if (outcome.status !== 'cleaned') throw new Error(`${outcome.status}: ${outcome.detail}`);
+  return outcome;
+}
+
+/** The records of a rebuilt file's `Workbook` stream, as python-olefile reads the stream. */
+function recordsOf(bytes: Uint8Array): { type: number; data: Buffer; offset: number }[] {
+  const listing = olefileListing(bytes);
+  expect(listing.issues).toEqual([]);
+  const stream = Buffer.from(listing.entries.find((e) => e.path === 'Workbook')?.hex ?? '', 'hex');
+  const records = [];
+  for (let at = 0; at + 4 <= stream.length; at += 4 + stream.readUInt16LE(at + 2)) {
+    const size = stream.readUInt16LE(at + 2);
+    records.push({
+      type: stream.readUInt16LE(at),
+      data: stream.subarray(at + 4, at + 4 + size),
+      offset: at,
+    });
+  }
+  return records;
+}
+
+describe('Excel 97-2003 rebuild', () => {
+  it('rebuilds a clean workbook with its cells and nothing to report', async () => {
+    const outcome = await rebuilt(buildExcelWorkbook());
+    expect(outcome.findings).toEqual([]);
+    expect(olefileListing(outcome.bytes).entries.map((entry) => entry.path)).toEqual(['Workbook']);
+    const types = recordsOf(outcome.bytes).map((record) => record.type);
+    expect(types.filter((type) => type === 0x0203)).toHaveLength(2);
+    expect(types).toContain(0x0204);
+  });
+
+  it('leaves out the VBA project, object storages and summary information, and says so', async () => {
+    const bytes = buildExcelWorkbook({
+      vba: PAYLOAD,
+      globals: [biffRecord(0x00d3), biffRecord(0x01ba, [4, 0, 0, 0x54, 0x68, 0x69, 0x73])],
+      streams: {
+        'MBD0001/\u0001Ole10Native': Buffer.from(PAYLOAD),
+        '\u0005SummaryInformation': Buffer.alloc(48),
+      },
+    });
+    expect(olefileListing(bytes).entries.map((entry) => entry.path)).toContain(
+      '_VBA_PROJECT_CUR/VBA/dir',
+    );
+    const outcome = await rebuilt(bytes);
+    expect(outcome.findings.map((finding) => finding.kind)).toEqual([
+      'document-metadata',
+      'embedded-object',
+      'vba-macro',
+    ]);
+    expect(olefileListing(outcome.bytes).entries.map((entry) => entry.path)).toEqual(['Workbook']);
+    const types = recordsOf(outcome.bytes).map((record) => record.type);
+    expect(types).not.toContain(0x00d3);
+    expect(types).not.toContain(0x01ba);
+  });
+
+  it('points every sheet at its BOF after the globals shrank', async () => {
+    const bytes = buildExcelWorkbook({
+      globals: [biffRecord(0x00d3), biffRecord(0x005c, Buffer.alloc(112, 0x20))],
+      sheets: [
+        { name: 'One', records: [numberCell(0, 0, 1)] },
+        { name: 'Two', records: [numberCell(0, 0, 2)] },
+      ],
+    });
+    const records = recordsOf((await rebuilt(bytes)).bytes);
+    const sheets = records.filter((record) => record.type === 0x0085);
+    expect(sheets).toHaveLength(2);
+    for (const sheet of sheets) {
+      const at = records.find((record) => record.offset === sheet.data.readUInt32LE(0));
+      expect(at?.type).toBe(0x0809);
+    }
+  });
+
+  it('flattens formulas that run code or fetch to their cached values, keeping the rest', async () => {
+    const bytes = buildExcelWorkbook({
+      sheets: [
+        {
+          name: 'Sheet1',
+          records: [
+            numberCell(0, 0, 1),
+            formulaCell(
+              1,
+              0,
+              Buffer.concat([ptg.str('kernel32'), ptg.str('WinExec'), ptg.funcVar(2, FTAB.CALL)]),
+              42,
+            ),
+            formulaCell(2, 0, Buffer.concat([ptg.str(PAYLOAD), ptg.funcVar(1, FTAB.EXEC)]), 'ran'),
+            formulaCell(
+              3,
+              0,
+              Buffer.concat([
+                ptg.nameX(0, 1),
+                ptg.str('http://x.test/'),
+                ptg.funcVar(2, FTAB.BY_NAME),
+              ]),
+              'fetched',
+            ),
+            formulaCell(
+              4,
+              0,
+              Buffer.concat([ptg.str('file://evil/share'), ptg.funcVar(1, FTAB.HYPERLINK)]),
+              'click',
+            ),
+            formulaCell(
+              5,
+              0,
+              Buffer.concat([ptg.str('https://example.com/'), ptg.funcVar(1, FTAB.HYPERLINK)]),
+              'ok',
+            ),
+            formulaCell(6, 0, Buffer.concat([ptg.ref(0, 0), ptg.int(2), ptg.add()]), 3),
+          ],
+        },
+      ],
+    });
+    const outcome = await rebuilt(bytes);
+    expect(outcome.findings).toMatchObject([
+      { kind: 'external-relationship', count: 2 },
+      { kind: 'xlm-macro', count: 2 },
+    ]);
+    const cells = recordsOf(outcome.bytes).filter((r) => [0x0006, 0x0203, 0x0204].includes(r.type));
+    const byRow = new Map(cells.map((r) => [r.data.readUInt16LE(0), r]));
+    expect(byRow.get(1)?.type).toBe(0x0203);
+    expect(byRow.get(1)?.data.readDoubleLE(6)).toBe(42);
+    expect(byRow.get(2)?.type).toBe(0x0204);
+    expect(byRow.get(2)?.data.subarray(9).toString('latin1')).toBe('ran');
+    expect(byRow.get(3)?.type).toBe(0x0204);
+    expect(byRow.get(4)?.type).toBe(0x0204);
+    expect(byRow.get(5)?.type).toBe(0x0006);
+    expect(byRow.get(6)?.type).toBe(0x0006);
+    expect(Buffer.from(outcome.bytes).includes(Buffer.from(PAYLOAD))).toBe(false);
+  });
+
+  it('removes hyperlinks to anything but http, https and mailto', async () => {
+    const bytes = buildExcelWorkbook({
+      sheets: [
+        {
+          name: 'Sheet1',
+          records: [
+            labelCell(0, 0, 'link'),
+            hyperlink('file://attacker/share/x.exe'),
+            hyperlink('https://example.com/'),
+          ],
+        },
+      ],
+    });
+    const outcome = await rebuilt(bytes);
+    expect(outcome.findings).toMatchObject([{ kind: 'external-relationship', count: 1 }]);
+    const links = recordsOf(outcome.bytes).filter((record) => record.type === 0x01b8);
+    expect(links).toHaveLength(1);
+    expect(links[0]?.data.includes(Buffer.from('https://example.com/', 'utf16le'))).toBe(true);
+  });
+
+  it.each([
+    [
+      'a very hidden Excel 4.0 macro sheet with a built-in Auto_Open name',
+      () =>
+        buildExcelWorkbook({
+          sheets: [
+            { name: 'Sheet1', records: [numberCell(0, 0, 1)] },
+            {
+              name: 'Macro1',
+              macro: true,
+              visibility: 2,
+              records: [
+                formulaCell(0, 0, Buffer.concat([ptg.str(PAYLOAD), ptg.funcVar(1, FTAB.EXEC)]), 0),
+              ],
+            },
+          ],
+          globals: [
+            selfSupbook(2),
+            externSheet([[0, 1, 1]]),
+            nameRecord({ name: '\u0001', builtin: true, hidden: true, rgce: ref3d(0, 0, 0) }),
+          ],
+        }),
+      /Excel 4\.0 macro sheet/,
+    ],
+    [
+      'a built-in Auto_Open name',
+      () =>
+        buildExcelWorkbook({
+          globals: [nameRecord({ name: '\u0001', builtin: true, rgce: ptg.ref(0, 0) })],
+        }),
+      /built-in name Excel runs on open/,
+    ],
+    [
+      'an Auto_Open name spelled out',
+      () =>
+        buildExcelWorkbook({ globals: [nameRecord({ name: 'auto_open_x', rgce: ptg.ref(0, 0) })] }),
+      /"auto_open_x"/,
+    ],
+    [
+      'a macro command name',
+      () =>
+        buildExcelWorkbook({
+          globals: [nameRecord({ name: 'Run', macro: true, rgce: ptg.ref(0, 0) })],
+        }),
+      /macro name "Run"/,
+    ],
+    [
+      'a DDE link',
+      () => buildExcelWorkbook({ globals: [ddeLink('cmd', '/c calc')] }),
+      /DDE server/,
+    ],
+    [
+      'a button that runs a macro',
+      () =>
+        buildExcelWorkbook({ sheets: [{ name: 'Sheet1', records: [macroButton(ptg.ref(0, 0))] }] }),
+      /runs a macro/,
+    ],
+  ])('refuses %s as policy_violation naming it', async (_name, make, detail) => {
+    const outcome = await disarm({ bytes: make(), fileName: 'book.xls' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(detail);
+  });
+
+  it.each([
+    [
+      'an Excel 5.0/95 workbook',
+      () => buildCompoundFile({ Book: buildWorkbookStream() }),
+      /Excel 5\.0\/95 workbooks are not supported/,
+    ],
+    [
+      'a record running past the stream',
+      () => buildCompoundFile({ Workbook: buildWorkbookStream().subarray(0, 200) }),
+      /truncated/,
+    ],
+    [
+      'a sheet offset where no substream starts',
+      () => {
+        const stream = buildWorkbookStream();
+        const at = stream.indexOf(Buffer.from([0x85, 0x00]));
+        stream.writeUInt32LE(stream.readUInt32LE(at + 4) + 2, at + 4);
+        return buildCompoundFile({ Workbook: stream });
+      },
+      /no substream starts/,
+    ],
+  ])('rejects %s as invalid_file', async (_name, make, detail) => {
+    const outcome = await disarm({ bytes: make(), fileName: 'book.xls' });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(detail);
+  });
+
+  it('gives the same bytes for the same workbook, and again for its own output', async () => {
+    const bytes = buildExcelWorkbook({ vba: PAYLOAD });
+    const first = await rebuilt(bytes);
+    const second = await rebuilt(bytes);
+    expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
+    const again = await disarm({ bytes: first.bytes, fileName: 'book.xls' });
+    expect(again.status === 'cleaned' && again.findings).toEqual([]);
+  });
+});

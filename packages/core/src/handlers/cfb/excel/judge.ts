@@ -348,3 +348,36 @@ export function braiRefusal(data: Uint8Array): string | undefined {
   }
   return undefined;
 }
+
+/** A NAME record's `itab`: the 1-based position of the sheet it is local to, 0 for the workbook. */
+export function nameItab(data: Uint8Array): number {
+  return u16le(data, 8);
+}
+
+/** A NAME record with `itab` set to `itab` (1-based sheet position; 0 for the workbook). */
+export function withNameItab(data: Uint8Array, itab: number): Uint8Array {
+  const out = Uint8Array.from(data);
+  new DataView(out.buffer).setUint16(8, itab, true);
+  return out;
+}
+
+/** `#REF!`: PtgErr with the error code 0x17 ([MS-XLS] PtgErr, BErr). */
+const REF_ERROR_FORMULA = [0x1c, 0x17];
+
+/**
+ * A NAME record disarmed in place, as `.xlsb` names are: formulas find names by position, so the
+ * record stays, hidden, renamed `_disarmed_N` (`N` its 1-based position), without the built-in,
+ * function, procedure and VBA object flags, with the formula `=#REF!`.
+ */
+export function disarmedName(position: number, itab: number): Uint8Array {
+  const name = Buffer.from(`_disarmed_${position}`, 'latin1');
+  const out = new Uint8Array(NAME_FIXED_BYTES + 1 + name.length + REF_ERROR_FORMULA.length);
+  const view = new DataView(out.buffer);
+  view.setUint16(0, 0x0001, true); // fHidden
+  out[3] = name.length;
+  view.setUint16(4, REF_ERROR_FORMULA.length, true);
+  view.setUint16(8, itab, true);
+  out.set(name, NAME_FIXED_BYTES + 1);
+  out.set(REF_ERROR_FORMULA, NAME_FIXED_BYTES + 1 + name.length);
+  return out;
+}

@@ -16,15 +16,25 @@ import type { DetectedFile, EngineContext, HandlerOutput } from '../../types.ts'
 import { PTG_EXP, refusedBiffFormula } from './formulas.ts';
 import {
   braiRefusal,
+  disarmedName,
   isKeptHyperlink,
   isKeptRecord,
+  nameItab,
   nameRefusal,
   objectRefusal,
   REFUSED_RECORDS,
   SHEET_KIND,
   supbookRefusal,
+  withNameItab,
 } from './judge.ts';
 import { readSubstreams, RT, writeRecords } from './records.ts';
+import {
+  renumberedExternSheet,
+  renumberedSelfSupbook,
+  renumberedTabIds,
+  renumberedWindow,
+  SheetMap,
+} from './sheets.ts';
 import type { BiffRecord, RecordOut, Substream } from './records.ts';
 
 const WHAT = 'the Excel workbook';
@@ -42,6 +52,12 @@ const SHEET_BOF: ReadonlyMap<number, number> = new Map([
 const EXCEL_CLSID = Uint8Array.from([
   0x20, 0x08, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46,
 ]);
+/** Globals records that count sheets by position ([MS-XLS] EXTERNSHEET, Window1, RRTabId). */
+const EXTERNSHEET = 0x0017;
+const WINDOW1 = 0x003d;
+const RRTABID = 0x013d;
+/** [MS-XLS] 2.4.271 SUPBOOK `cch` of this workbook's own sheets. */
+const SUPBOOK_SELF = 0x0401;
 /** [MS-XLS] WriteAccess: the name of the user who saved the workbook. */
 const WRITE_ACCESS = 0x005c;
 /** [MS-XLS] 2.4.148 LABEL holds at most 255 characters. */
@@ -149,6 +165,19 @@ function refuse(detail: string): never {
   return reject('policy_violation', `${WHAT} holds ${detail}, which cannot be removed safely`);
 }
 
+/** The `dt` of every BOUNDSHEET8 record, in order. */
+function sheetKindsOf(groups: readonly RecordGroup[]): number[] {
+  const kinds: number[] = [];
+  for (const { head } of groups) {
+    if (head.type !== RT.BOUNDSHEET8) continue;
+    if (head.data.length < 8) {
+      reject('invalid_file', `${WHAT} has a BOUNDSHEET8 record too short to name a sheet`);
+    }
+    kinds.push(head.data[5] ?? 0);
+  }
+  return kinds;
+}
+
 /** A sheet as BOUNDSHEET8 ([MS-XLS] 2.4.28) lists it: its record, written again with a new offset. */
 interface SheetEntry {
   readonly data: Uint8Array;
@@ -183,7 +212,17 @@ function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint
     out.push(record);
     outBytes += 4 + record.data.length;
   };
-  for (const group of groupsOf(globals.records)) {
+  const globalGroups = groupsOf(globals.records);
+  const sheetKinds = sheetKindsOf(globalGroups);
+  // Excel 4.0 macro sheets and VBA module sheets go, with every later sheet renumbered.
+  const sheetMap = new SheetMap(
+    sheetKinds.map((kind) => kind === SHEET_KIND.macro || kind === SHEET_KIND.vbModule),
+  );
+  let sheetIndex = -1;
+  let namePosition = 0;
+  let supbooks = 0;
+  let selfSupbook: number | undefined;
+  for (const group of globalGroups) {
     const { type, data } = group.head;
     if (type === RT.FILEPASS) {
       reject(
@@ -194,27 +233,61 @@ function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint
     const refusedRecord = REFUSED_RECORDS.get(type);
     if (refusedRecord !== undefined) refuse(refusedRecord);
     if (type === RT.BOUNDSHEET8) {
-      if (data.length < 8)
-        reject('invalid_file', `${WHAT} has a BOUNDSHEET8 record too short to name a sheet`);
+      sheetIndex += 1;
       const kind = data[5] ?? 0;
-      if (kind === SHEET_KIND.macro) refuse('an Excel 4.0 macro sheet ([MS-XLS] BOUNDSHEET8 dt 1)');
-      if (kind === SHEET_KIND.vbModule) refuse('a VBA module sheet ([MS-XLS] BOUNDSHEET8 dt 6)');
+      if (sheetMap.newIndex(sheetIndex) === undefined) {
+        findings.add(kind === SHEET_KIND.vbModule ? 'vba-macro' : 'xlm-macro');
+        continue;
+      }
       const entry = { data: Uint8Array.from(data), offset: u32le(data, 0), kind };
       sheets.push({ entry, at: out.length });
       push({ type, data: entry.data });
       continue;
     }
     if (type === RT.NAME) {
-      const refused = nameRefusal(joined(group));
-      if (refused === null)
+      namePosition += 1;
+      const whole = joined(group);
+      const refused = nameRefusal(whole);
+      if (refused === null) {
         reject(
           'invalid_file',
           `${WHAT} has a NAME record that does not hold together ([MS-XLS] 2.4.150)`,
         );
-      if (refused !== undefined) refuse(refused);
+      }
+      const itab = nameItab(whole);
+      const newItab = itab === 0 ? 0 : sheetMap.newIndex(itab - 1);
+      if (refused !== undefined || newItab === undefined) {
+        findings.add('xlm-macro');
+        push({ type, data: disarmedName(namePosition, newItab === undefined ? 0 : newItab + 1) });
+        continue;
+      }
+      if (sheetMap.changed && itab !== 0) {
+        push({ type, data: withNameItab(whole, newItab + 1) });
+        continue;
+      }
     } else if (type === RT.SUPBOOK) {
+      supbooks += 1;
       const refused = supbookRefusal(data);
       if (refused !== undefined) refuse(refused);
+      if (u16le(data, 2) === SUPBOOK_SELF) {
+        selfSupbook = supbooks - 1;
+        if (sheetMap.changed) {
+          push({ type, data: renumberedSelfSupbook(data, sheetMap) });
+          continue;
+        }
+      }
+    } else if (sheetMap.changed && type === EXTERNSHEET) {
+      // Every XTI must be read to renumber them; EXTERNSHEET continued is 1,370 XTIs and more.
+      if (group.continues.length > 0) refuse('an EXTERNSHEET too long to renumber');
+      push({ type, data: renumberedExternSheet(data, selfSupbook, sheetMap) });
+      continue;
+    } else if (sheetMap.changed && type === WINDOW1) {
+      push({ type, data: renumberedWindow(data, sheetMap) });
+      continue;
+    } else if (sheetMap.changed && type === RRTABID) {
+      const ids = renumberedTabIds(data, sheetMap, sheetKinds.length);
+      if (ids !== undefined) push({ type, data: ids });
+      continue;
     } else if (type === WRITE_ACCESS) {
       findings.add('document-metadata');
       continue;

@@ -34,6 +34,11 @@ const CLASSED_SIZES: ReadonlyMap<number, number> = new Map([
   [0x1d, 11], // PtgAreaErr3d
 ]);
 
+/** PtgRef3d, PtgArea3d, PtgRefErr3d, PtgAreaErr3d: an XTI index, then the cells. */
+const PTG_REF_3D = 0x1a;
+const PTG_AREA_ERR_3D = 0x1d;
+const NO_XTIS: ReadonlySet<number> = new Set();
+
 /** [MS-XLS] PtgExp: the formula is a row of the shared or array formula at (row, col). */
 export const PTG_EXP = 0x01;
 
@@ -41,9 +46,13 @@ export const PTG_EXP = 0x01;
  * Why a BIFF8 token stream may not stay, or `undefined` when it may. A token the walk does not
  * know, or a walk that does not end exactly at the end of the stream, is refused too (fail
  * closed: the cell's cached value still shows). `PtgNameX` (a name in another workbook, a DDE
- * item, or an add-in function called by name such as `WEBSERVICE`) is refused as in `.xlsb`.
+ * item, or an add-in function called by name such as `WEBSERVICE`) is refused as in `.xlsb`, and
+ * so is a 3D reference through one of `externalXtis` (EXTERNSHEET entries into another workbook).
  */
-export function refusedBiffFormula(rgce: Uint8Array): FindingKind | undefined {
+export function refusedBiffFormula(
+  rgce: Uint8Array,
+  externalXtis: ReadonlySet<number> = NO_XTIS,
+): FindingKind | undefined {
   const u16 = (at: number): number => (rgce[at] ?? 0) | ((rgce[at + 1] ?? 0) << 8);
   const stack = new OperandStack();
   let at = 0;
@@ -107,6 +116,8 @@ export function refusedBiffFormula(rgce: Uint8Array): FindingKind | undefined {
       stack.reduce(count);
     } else if (base === 0x19) {
       return 'external-relationship'; // PtgNameX
+    } else if (base >= PTG_REF_3D && base <= PTG_AREA_ERR_3D && externalXtis.has(u16(at + 1))) {
+      return 'external-relationship';
     } else {
       size = CLASSED_SIZES.get(base);
       if (base < 0x06 || base > 0x09) stack.push(null);

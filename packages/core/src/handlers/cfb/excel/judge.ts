@@ -209,7 +209,10 @@ const NAME_FIXED_BYTES = 14;
  * function or command name, or a formula the screening refuses. `null` when the record does not
  * hold together.
  */
-export function nameRefusal(data: Uint8Array): string | null | undefined {
+export function nameRefusal(
+  data: Uint8Array,
+  externalXtis?: ReadonlySet<number>,
+): string | null | undefined {
   if (data.length < NAME_FIXED_BYTES + 1) return null;
   const flags = u16le(data, 0);
   const characters = data[3] ?? 0;
@@ -227,26 +230,63 @@ export function nameRefusal(data: Uint8Array): string | null | undefined {
   if ((flags & (NAME_FUNC | NAME_PROC | NAME_VBA_OBJECT)) !== 0) {
     return `the macro name "${name}" ([MS-XLS] Lbl fFunc/fProc)`;
   }
-  const refused = refusedBiffFormula(data.subarray(nameEnd, nameEnd + cce));
+  const refused = refusedBiffFormula(data.subarray(nameEnd, nameEnd + cce), externalXtis);
   return refused === undefined
     ? undefined
     : `the name "${name}", whose formula calls code, fetches or links outside the workbook`;
 }
 
 /** [MS-XLS] 2.4.271 SUPBOOK `cch`: this workbook's own sheets, and add-in functions. */
-const SUPBOOK_SELF = 0x0401;
+export const SUPBOOK_SELF = 0x0401;
 const SUPBOOK_ADD_IN = 0x3a01;
+/** [MS-XLS] 2.5.277 VirtualPath: a DDE or OLE link is `application\x03topic`. */
+const DDE_SEPARATOR = '\u0003';
 
 /**
- * Why a SUPBOOK record may not stay, or `undefined` for this workbook's own references and add-in
- * functions (whose calls the formula screening judges). A link to another workbook, a DDE server
- * or an OLE object ([MS-XLS] 2.5.277 VirtualPath) is refused: formulas reach it through
- * EXTERNSHEET indices that removing it would shift.
+ * What a SUPBOOK record links to: this workbook's sheets, add-in functions (whose calls the
+ * formula screening judges), or outside the workbook — another workbook, a DDE server or an OLE
+ * object ([MS-XLS] 2.5.277 VirtualPath), told apart by the `\x03` DDE and OLE paths hold.
  */
-export function supbookRefusal(data: Uint8Array): string | undefined {
+export function supbookKind(data: Uint8Array): 'self' | 'add-in' | 'workbook' | 'dde' {
   const cch = u16le(data, 2);
-  if (data.length >= 4 && (cch === SUPBOOK_SELF || cch === SUPBOOK_ADD_IN)) return undefined;
-  return 'a link to another workbook, a DDE server or an OLE object ([MS-XLS] SUPBOOK)';
+  if (cch === SUPBOOK_SELF) return 'self';
+  if (cch === SUPBOOK_ADD_IN) return 'add-in';
+  const wide = ((data[4] ?? 0) & 0x01) !== 0;
+  const path = latin1OrUtf16(data.subarray(5, 5 + cch * (wide ? 2 : 1)), wide);
+  // A workbook's path starts with a volume or relative-path code (0x01-0x08) or names a workbook;
+  // `app\x03topic` is DDE or OLE (`cmd\x03/c calc`, `Excel.Sheet.8\x03…`).
+  const dde =
+    path.includes(DDE_SEPARATOR) &&
+    path.charCodeAt(0) >= 0x20 &&
+    !/\.xl[a-z]{0,2}$/i.test(path.slice(path.lastIndexOf(DDE_SEPARATOR) + 1));
+  return dde ? 'dde' : 'workbook';
+}
+
+/** Why a SUPBOOK may not be released: anything but this workbook's sheets and add-in functions. */
+export function supbookRefusal(data: Uint8Array): string | undefined {
+  const kind = supbookKind(data);
+  return kind === 'self' || kind === 'add-in'
+    ? undefined
+    : 'a link to another workbook, a DDE server or an OLE object ([MS-XLS] SUPBOOK)';
+}
+
+/**
+ * SUPBOOK of add-in functions ([MS-XLS] 2.4.271: ctab 1, cch 0x3A01): what a link outside the
+ * workbook is replaced by, so that the SUPBOOKs after it keep their positions.
+ */
+export const ADD_IN_SUPBOOK: Uint8Array = Uint8Array.of(0x01, 0x00, 0x01, 0x3a);
+
+/**
+ * EXTERNNAME ([MS-XLS] 2.4.106) of an add-in function ([MS-XLS] AddinUdf: 4 reserved bytes, the
+ * name, 2 unused bytes) named `_disarmed_N`: what a name of a removed link becomes, so the names
+ * after it keep their positions.
+ */
+export function disarmedExternName(position: number): Uint8Array {
+  const name = Buffer.from(`_disarmed_${position}`, 'latin1');
+  const out = new Uint8Array(2 + 4 + 2 + name.length + 2);
+  out[6] = name.length;
+  out.set(name, 8);
+  return out;
 }
 
 /** [MS-XLS] 2.4.181 OBJ subrecords: ftEnd, ftMacro, ftPictFmla, ftLbsData. */
@@ -337,12 +377,15 @@ function utf16z(bytes: Uint8Array): string {
 const BRAI_FORMULA_AT = 6;
 
 /** Why a chart's BRAI record (a series' data reference) may not stay, or `undefined`. */
-export function braiRefusal(data: Uint8Array): string | undefined {
+export function braiRefusal(
+  data: Uint8Array,
+  externalXtis?: ReadonlySet<number>,
+): string | undefined {
   const cce = u16le(data, BRAI_FORMULA_AT);
   const end = BRAI_FORMULA_AT + 2 + cce;
   if (
     end > data.length ||
-    refusedBiffFormula(data.subarray(BRAI_FORMULA_AT + 2, end)) !== undefined
+    refusedBiffFormula(data.subarray(BRAI_FORMULA_AT + 2, end), externalXtis) !== undefined
   ) {
     return 'a chart series whose data formula calls code or links outside the workbook ([MS-XLS] BRAI)';
   }

@@ -4,6 +4,7 @@ import {
   buildExcelWorkbook,
   buildWorkbookStream,
   ddeLink,
+  externalWorkbook,
   externSheet,
   formulaCell,
   FTAB,
@@ -245,12 +246,57 @@ describe('Excel 97-2003 rebuild', () => {
     ]);
   });
 
+  it('removes DDE and workbook links, their names and the formulas through them', async () => {
+    const bytes = buildExcelWorkbook({
+      sheets: [
+        {
+          name: 'Sheet1',
+          records: [
+            numberCell(0, 0, 1),
+            formulaCell(1, 0, ref3d(1, 0, 0), 12),
+            formulaCell(2, 0, Buffer.concat([ptg.nameX(0, 1)]), 'dde'),
+            formulaCell(3, 0, ref3d(2, 0, 0), 1),
+          ],
+        },
+      ],
+      globals: [
+        ddeLink('cmd', '/c calc'),
+        externalWorkbook('\u0001Cshare\u0003prices.xls', ['Data']),
+        selfSupbook(1),
+        externSheet([
+          [0, 0xfffe, 0xfffe],
+          [1, 0, 0],
+          [2, 0, 0],
+        ]),
+      ],
+    });
+    const outcome = await rebuilt(bytes);
+    expect(outcome.findings).toMatchObject([
+      { kind: 'dde-link', count: 1 },
+      { kind: 'external-relationship', count: 3 },
+    ]);
+    for (const text of ['cmd', '/c calc', 'prices']) {
+      expect(Buffer.from(outcome.bytes).includes(Buffer.from(text)), text).toBe(false);
+    }
+    const records = recordsOf(outcome.bytes);
+    const supbooks = records.filter((record) => record.type === 0x01ae);
+    expect(supbooks.map((record) => record.data.toString('hex'))).toEqual([
+      '0100013a',
+      '0100013a',
+      '01000104',
+    ]);
+    const byRow = new Map(
+      records
+        .filter((r) => [0x0006, 0x0203, 0x0204].includes(r.type))
+        .map((r) => [r.data.readUInt16LE(0), r]),
+    );
+    expect(byRow.get(1)?.type).toBe(0x0203);
+    expect(byRow.get(1)?.data.readDoubleLE(6)).toBe(12);
+    expect(byRow.get(2)?.type).toBe(0x0204);
+    expect(byRow.get(3)?.type).toBe(0x0006);
+  });
+
   it.each([
-    [
-      'a DDE link',
-      () => buildExcelWorkbook({ globals: [ddeLink('cmd', '/c calc')] }),
-      /DDE server/,
-    ],
     [
       'a button that runs a macro',
       () =>

@@ -15,7 +15,9 @@ import type { FindingKind } from '../../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../../types.ts';
 import { PTG_EXP, refusedBiffFormula } from './formulas.ts';
 import {
+  ADD_IN_SUPBOOK,
   braiRefusal,
+  disarmedExternName,
   disarmedName,
   isKeptHyperlink,
   isKeptRecord,
@@ -24,7 +26,7 @@ import {
   objectRefusal,
   REFUSED_RECORDS,
   SHEET_KIND,
-  supbookRefusal,
+  supbookKind,
   withNameItab,
 } from './judge.ts';
 import { readSubstreams, RT, writeRecords } from './records.ts';
@@ -56,8 +58,8 @@ const EXCEL_CLSID = Uint8Array.from([
 const EXTERNSHEET = 0x0017;
 const WINDOW1 = 0x003d;
 const RRTABID = 0x013d;
-/** [MS-XLS] 2.4.271 SUPBOOK `cch` of this workbook's own sheets. */
-const SUPBOOK_SELF = 0x0401;
+/** [MS-XLS] XCT and CRN: the cached cells of another workbook, under its SUPBOOK. */
+const EXTERNAL_CACHE_RECORDS: ReadonlySet<number> = new Set([0x0059, 0x005a]);
 /** [MS-XLS] WriteAccess: the name of the user who saved the workbook. */
 const WRITE_ACCESS = 0x005c;
 /** [MS-XLS] 2.4.148 LABEL holds at most 255 characters. */
@@ -222,6 +224,11 @@ function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint
   let namePosition = 0;
   let supbooks = 0;
   let selfSupbook: number | undefined;
+  let inRemovedLink = false;
+  let externNames = 0;
+  const removedSupbooks = new Set<number>();
+  // EXTERNSHEET entries into removed links: formulas through them become their cached values.
+  const removedXtis = new Set<number>();
   for (const group of globalGroups) {
     const { type, data } = group.head;
     if (type === RT.FILEPASS) {
@@ -247,7 +254,7 @@ function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint
     if (type === RT.NAME) {
       namePosition += 1;
       const whole = joined(group);
-      const refused = nameRefusal(whole);
+      const refused = nameRefusal(whole, removedXtis);
       if (refused === null) {
         reject(
           'invalid_file',
@@ -267,19 +274,34 @@ function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint
       }
     } else if (type === RT.SUPBOOK) {
       supbooks += 1;
-      const refused = supbookRefusal(data);
-      if (refused !== undefined) refuse(refused);
-      if (u16le(data, 2) === SUPBOOK_SELF) {
+      externNames = 0;
+      const kind = supbookKind(data);
+      inRemovedLink = kind === 'workbook' || kind === 'dde';
+      if (inRemovedLink) {
+        // The link goes; an add-in SUPBOOK keeps the place formulas count SUPBOOKs by.
+        findings.add(kind === 'dde' ? 'dde-link' : 'external-relationship');
+        removedSupbooks.add(supbooks - 1);
+        push({ type, data: ADD_IN_SUPBOOK });
+        continue;
+      }
+      if (kind === 'self') {
         selfSupbook = supbooks - 1;
         if (sheetMap.changed) {
           push({ type, data: renumberedSelfSupbook(data, sheetMap) });
           continue;
         }
       }
-    } else if (sheetMap.changed && type === EXTERNSHEET) {
+    } else if (type === RT.EXTERNNAME && inRemovedLink) {
+      externNames += 1;
+      push({ type, data: disarmedExternName(externNames) });
+      continue;
+    } else if (EXTERNAL_CACHE_RECORDS.has(type) && inRemovedLink) {
+      continue;
+    } else if (type === EXTERNSHEET && (sheetMap.changed || removedSupbooks.size > 0)) {
       // Every XTI must be read to renumber them; EXTERNSHEET continued is 1,370 XTIs and more.
       if (group.continues.length > 0) refuse('an EXTERNSHEET too long to renumber');
-      push({ type, data: renumberedExternSheet(data, selfSupbook, sheetMap) });
+      const supbookPlaces = { self: selfSupbook, removed: removedSupbooks };
+      push({ type, data: renumberedExternSheet(data, supbookPlaces, sheetMap, removedXtis) });
       continue;
     } else if (sheetMap.changed && type === WINDOW1) {
       push({ type, data: renumberedWindow(data, sheetMap) });
@@ -318,7 +340,9 @@ function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint
         `${WHAT} lists a sheet at offset ${entry.offset}, where no substream starts ([MS-XLS] BOUNDSHEET8 lbPlyPos)`,
       );
     }
-    const written = writeRecords(rebuildSheet(substream, entry.kind, findings));
+    const written = writeRecords(
+      rebuildSheet(substream, { kind: entry.kind, removedXtis }, findings),
+    );
     new DataView(entry.data.buffer).setUint32(0, sheetOffset, true);
     sheetStreams.push(written);
     sheetOffset += written.length;
@@ -346,7 +370,11 @@ function shiftedExtSst(data: Uint8Array, delta: number): Uint8Array {
 /** Records after a FORMULA that may come before its STRING: its shared, array or table formula. */
 const FORMULA_COMPANIONS: ReadonlySet<number> = new Set([RT.SHRFMLA, RT.ARRAY, 0x0236]);
 
-function rebuildSheet(substream: Substream, kind: number, findings: FindingTally): RecordOut[] {
+function rebuildSheet(
+  substream: Substream,
+  { kind, removedXtis }: { readonly kind: number; readonly removedXtis: ReadonlySet<number> },
+  findings: FindingTally,
+): RecordOut[] {
   const bof = substream.records[0]?.data ?? new Uint8Array();
   if (bof.length < 4 || u16le(bof, 0) !== BIFF8_VERSION || u16le(bof, 2) !== SHEET_BOF.get(kind)) {
     reject(
@@ -355,7 +383,7 @@ function rebuildSheet(substream: Substream, kind: number, findings: FindingTally
     );
   }
   const groups = groupsOf(substream.records);
-  const refusedGroups = refusedFormulaGroups(groups, findings);
+  const refusedGroups = refusedFormulaGroups(groups, removedXtis, findings);
   const out: RecordOut[] = [];
   const consumed = new Set<number>();
   let droppedLink = false;
@@ -365,7 +393,7 @@ function rebuildSheet(substream: Substream, kind: number, findings: FindingTally
     const refusedRecord = REFUSED_RECORDS.get(type);
     if (refusedRecord !== undefined) refuse(refusedRecord);
     if (type === RT.FORMULA) {
-      const refused = formulaRefusal(data, refusedGroups);
+      const refused = formulaRefusal(data, refusedGroups, removedXtis);
       if (refused === undefined) {
         emit(out, group);
         continue;
@@ -400,7 +428,7 @@ function rebuildSheet(substream: Substream, kind: number, findings: FindingTally
       continue;
     }
     if (type === RT.BRAI) {
-      const refused = braiRefusal(data);
+      const refused = braiRefusal(data, removedXtis);
       if (refused !== undefined) refuse(refused);
       emit(out, group);
       continue;
@@ -426,7 +454,11 @@ function anchorOf(data: Uint8Array): string {
  * The shared and array formulas of a sheet ([MS-XLS] 2.4.260 SHRFMLA: RefU, 2 bytes, then cce and
  * rgce; 2.4.4 ARRAY: RefU, 6 bytes, then cce and rgce) the screening refuses, by anchor.
  */
-function refusedFormulaGroups(groups: readonly RecordGroup[], findings: FindingTally): Set<string> {
+function refusedFormulaGroups(
+  groups: readonly RecordGroup[],
+  removedXtis: ReadonlySet<number>,
+  findings: FindingTally,
+): Set<string> {
   const refused = new Set<string>();
   for (const { head } of groups) {
     const tokensAt = head.type === RT.SHRFMLA ? 10 : head.type === RT.ARRAY ? 14 : undefined;
@@ -436,7 +468,7 @@ function refusedFormulaGroups(groups: readonly RecordGroup[], findings: FindingT
     const kind =
       end > head.data.length
         ? 'hidden-data'
-        : refusedBiffFormula(head.data.subarray(tokensAt, end));
+        : refusedBiffFormula(head.data.subarray(tokensAt, end), removedXtis);
     if (kind !== undefined) {
       findings.add(kind);
       refused.add(anchorOf(head.data));
@@ -449,6 +481,7 @@ function refusedFormulaGroups(groups: readonly RecordGroup[], findings: FindingT
 function formulaRefusal(
   data: Uint8Array,
   refusedGroups: ReadonlySet<string>,
+  removedXtis: ReadonlySet<number>,
 ): FindingKind | 'group' | undefined {
   if (data.length < FORMULA_TOKENS_AT) {
     reject(
@@ -463,7 +496,7 @@ function formulaRefusal(
   if (rgce[0] === PTG_EXP && cce === 5) {
     return refusedGroups.has(`${u16le(rgce, 1)}:${u16le(rgce, 3)}`) ? 'group' : undefined;
   }
-  return refusedBiffFormula(rgce);
+  return refusedBiffFormula(rgce, removedXtis);
 }
 
 /**

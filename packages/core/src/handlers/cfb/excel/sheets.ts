@@ -50,18 +50,29 @@ export class SheetMap {
 /**
  * EXTERNSHEET ([MS-XLS] 2.4.105): `cXTI`, then XTIs of (iSupBook, itabFirst, itabLast). Those
  * through this workbook's own SUPBOOK (`selfSupbook`) are moved to the kept sheets; one that
- * covers only removed sheets points at a deleted sheet, so its formulas show `#REF!`.
+ * covers only removed sheets points at a deleted sheet, so its formulas show `#REF!`. Those through
+ * a removed link (`removedSupbooks`, now an add-in SUPBOOK) point at no sheet, and their indices
+ * are added to `removedXtis` for the formula screening.
  */
 export function renumberedExternSheet(
   data: Uint8Array,
-  selfSupbook: number | undefined,
+  supbooks: { readonly self: number | undefined; readonly removed: ReadonlySet<number> },
   sheets: SheetMap,
+  removedXtis: Set<number>,
 ): Uint8Array {
   const out = Uint8Array.from(data);
   const view = new DataView(out.buffer);
   const count = u16le(data, 0);
-  for (let at = 2; at + XTI_BYTES <= out.length && (at - 2) / XTI_BYTES < count; at += XTI_BYTES) {
-    if (view.getUint16(at, true) !== selfSupbook) continue;
+  for (let index = 0; index < count && 2 + (index + 1) * XTI_BYTES <= out.length; index += 1) {
+    const at = 2 + index * XTI_BYTES;
+    const supbook = view.getUint16(at, true);
+    if (supbooks.removed.has(supbook)) {
+      removedXtis.add(index);
+      view.setUint16(at + 2, FIRST_SPECIAL_SHEET, true);
+      view.setUint16(at + 4, FIRST_SPECIAL_SHEET, true);
+      continue;
+    }
+    if (supbook !== supbooks.self) continue;
     const first = view.getUint16(at + 2, true);
     const last = view.getUint16(at + 4, true);
     if (first >= FIRST_SPECIAL_SHEET) continue;

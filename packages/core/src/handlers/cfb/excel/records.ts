@@ -67,7 +67,10 @@ export interface Substream {
  *   substream that does not open with BOF or never closes; `policy_violation` past
  *   {@link MAX_WORKBOOK_RECORDS}.
  */
-export function readSubstreams(stream: Uint8Array, what: string): Substream[] {
+export function readSubstreams(input: Uint8Array, what: string): Substream[] {
+  // Views of a plain Uint8Array: a Buffer's subarray goes through its species constructor and
+  // costs several times as much, a million times over on a large sheet.
+  const stream = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
   const substreams: Substream[] = [];
   let records: BiffRecord[] = [];
   let depth = 0;

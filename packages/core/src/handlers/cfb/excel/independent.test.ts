@@ -13,12 +13,19 @@ import { join, resolve } from 'node:path';
 import {
   ACTIVE_CONTENT_SIGNATURES,
   biffRecord,
+  buildExcelWorkbook,
   clamscanVerdicts,
+  externSheet,
   formulaCell,
   FTAB,
   hyperlink,
+  labelCell,
+  nameRecord,
+  numberCell,
   olefileListing,
   ptg,
+  ref3d,
+  selfSupbook,
   withWorkbookRecords,
 } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -172,5 +179,57 @@ describe('Excel 97-2003 outputs, as independent readers see them', () => {
     for (const [sheet, text] of Object.entries(inputs)) expect(outputs[sheet], sheet).toBe(text);
     expect(outputs['formulas-Prices']).toContain('ran');
     expect(outputs['clean-Totals']).toContain('6.5');
+  });
+
+  it('LibreOffice reads a workbook whose macro sheet went with its references renumbered', async () => {
+    // As the Excel 4.0 droppers are built: a very hidden macro sheet run by a built-in Auto_Open
+    // name; the sheet after it is reached by a 3D reference from the first.
+    const exec = Buffer.concat([ptg.str('calc.exe'), ptg.funcVar(1, FTAB.EXEC)]);
+    const input = buildExcelWorkbook({
+      sheets: [
+        {
+          name: 'Sheet1',
+          records: [labelCell(0, 0, 'Total'), formulaCell(0, 1, ref3d(1, 0, 0), 5)],
+        },
+        { name: 'Macro1', macro: true, visibility: 2, records: [formulaCell(0, 0, exec, 0)] },
+        { name: 'Data', records: [numberCell(0, 0, 5)] },
+      ],
+      globals: [
+        selfSupbook(3),
+        externSheet([
+          [0, 1, 1],
+          [0, 2, 2],
+        ]),
+        nameRecord({ name: '\u0001', builtin: true, hidden: true, rgce: ref3d(0, 0, 0) }),
+      ],
+    });
+    const outcome = await disarm({ bytes: input, fileName: 'macro.xls' });
+    if (outcome.status !== 'cleaned') throw new Error(outcome.detail);
+    const folder = join(work, 'macro');
+    await mkdir(folder);
+    await writeFile(join(folder, 'in.xls'), input);
+    await writeFile(join(folder, 'out.xls'), outcome.bytes);
+    soffice([
+      '--convert-to',
+      'fods',
+      '--outdir',
+      folder,
+      join(folder, 'in.xls'),
+      join(folder, 'out.xls'),
+    ]);
+    // LibreOffice's flat ODS names every sheet and named range, and writes each formula.
+    const seen = async (name: string): Promise<string[]> =>
+      [
+        ...(await readFile(join(folder, `${name}.fods`), 'utf8')).matchAll(
+          /<table:(?:table|named-range|named-expression) table:name="([^"]*)"|table:formula="([^"]*)"/g,
+        ),
+      ].map((match) => match[1] ?? match[2] ?? '');
+    const before = await seen('in');
+    expect(before).toEqual(expect.arrayContaining(['Macro1', 'Excel_BuiltIn_Auto_Open']));
+    const after = await seen('out');
+    expect(after).toContain('of:=[$Data.A1]');
+    expect(after).toEqual(expect.arrayContaining(['Sheet1', 'Data', '_disarmed_1']));
+    expect(after).not.toContain('Macro1');
+    expect(after.some((text) => /auto_open|#NAME/i.test(text))).toBe(false);
   });
 });

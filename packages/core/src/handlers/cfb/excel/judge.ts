@@ -320,6 +320,38 @@ export function objectRefusal(data: Uint8Array): string | null | undefined {
   return null;
 }
 
+/**
+ * An OBJ record without its ftMacro subrecord (the macro a click on the object or control runs;
+ * the object stays, a click does nothing): `removed` says whether there was one, `null` when the
+ * subrecords do not hold together.
+ */
+export function objectWithoutMacro(
+  data: Uint8Array,
+): { readonly data: Uint8Array; readonly removed: boolean } | null {
+  const kept: Uint8Array[] = [];
+  let removed = false;
+  let at = 0;
+  for (let count = 0; count < MAX_OBJ_SUBRECORDS; count += 1) {
+    if (at + 4 > data.length) {
+      if (at !== data.length) return null;
+      break;
+    }
+    const ft = u16le(data, at);
+    const end = at + 4 + u16le(data, at + 2);
+    if (ft === FT_END || ft === FT_LBS_DATA) {
+      kept.push(data.subarray(at));
+      at = data.length;
+      break;
+    }
+    if (end > data.length) return null;
+    if (ft === FT_MACRO) removed = true;
+    else kept.push(data.subarray(at, end));
+    at = end;
+  }
+  if (at !== data.length) return null;
+  return { data: removed ? Buffer.concat(kept) : data, removed };
+}
+
 /** [MS-OSHARED] 2.3.7.1 Hyperlink Object flags. */
 const HAS_MONIKER = 0x0001;
 const HAS_DISPLAY_NAME = 0x0010;

@@ -296,17 +296,28 @@ describe('Excel 97-2003 rebuild', () => {
     expect(byRow.get(3)?.type).toBe(0x0006);
   });
 
-  it.each([
-    [
-      'a button that runs a macro',
-      () =>
-        buildExcelWorkbook({ sheets: [{ name: 'Sheet1', records: [macroButton(ptg.ref(0, 0))] }] }),
-      /runs a macro/,
-    ],
-  ])('refuses %s as policy_violation naming it', async (_name, make, detail) => {
-    const outcome = await disarm({ bytes: make(), fileName: 'book.xls' });
+  it('takes the macro off a button, keeping the button', async () => {
+    const bytes = buildExcelWorkbook({
+      sheets: [{ name: 'Sheet1', records: [macroButton(ptg.ref(0, 0))] }],
+    });
+    const outcome = await rebuilt(bytes);
+    expect(outcome.findings).toMatchObject([{ kind: 'xlm-macro', count: 1 }]);
+    const objects = recordsOf(outcome.bytes).filter((record) => record.type === 0x005d);
+    expect(objects).toHaveLength(1);
+    // ftCmo (22 bytes) then ftEnd: the ftMacro subrecord between them is gone.
+    expect(objects[0]?.data.length).toBe(26);
+    expect(objects[0]?.data.readUInt16LE(22)).toBe(0);
+  });
+
+  it('refuses an embedded OLE object as policy_violation naming it', async () => {
+    // OBJ of a picture ([MS-XLS] ftCmo ot 8) whose ftPictFmla names its MBD storage.
+    const cmo = Buffer.from('15001200080001001160000000000000000000000000', 'hex');
+    const pictFmla = Buffer.from('09000c00080000000000000000000000', 'hex');
+    const object = biffRecord(0x005d, Buffer.concat([cmo, pictFmla, Buffer.alloc(4)]));
+    const bytes = buildExcelWorkbook({ sheets: [{ name: 'Sheet1', records: [object] }] });
+    const outcome = await disarm({ bytes, fileName: 'book.xls' });
     expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
-    expect(outcome.status === 'rejected' && outcome.detail).toMatch(detail);
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/OLE object/);
   });
 
   it.each([

@@ -24,6 +24,7 @@ import {
   nameItab,
   nameRefusal,
   objectRefusal,
+  objectWithoutMacro,
   REFUSED_RECORDS,
   SHEET_KIND,
   supbookKind,
@@ -407,14 +408,21 @@ function rebuildSheet(
       continue;
     }
     if (type === RT.OBJ) {
-      const refused = objectRefusal(data);
-      if (refused === null)
+      const stripped = objectWithoutMacro(data);
+      const refused = stripped === null ? null : objectRefusal(stripped.data);
+      if (stripped === null || refused === null) {
         reject(
           'invalid_file',
           `${WHAT} has an OBJ record whose subrecords do not hold together ([MS-XLS] 2.4.181)`,
         );
+      }
       if (refused !== undefined) refuse(refused);
-      emit(out, group);
+      if (stripped.removed) {
+        findings.add('xlm-macro');
+        out.push({ type, data: stripped.data }, ...group.continues);
+      } else {
+        emit(out, group);
+      }
       continue;
     }
     if (type === RT.HLINK) {

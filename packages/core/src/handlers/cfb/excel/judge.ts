@@ -237,7 +237,7 @@ export function nameRefusal(
 }
 
 /** [MS-XLS] 2.4.271 SUPBOOK `cch`: this workbook's own sheets, and add-in functions. */
-export const SUPBOOK_SELF = 0x0401;
+const SUPBOOK_SELF = 0x0401;
 const SUPBOOK_ADD_IN = 0x3a01;
 /** [MS-XLS] 2.5.277 VirtualPath: a DDE or OLE link is `application\x03topic`. */
 const DDE_SEPARATOR = '\u0003';

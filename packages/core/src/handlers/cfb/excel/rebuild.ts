@@ -12,6 +12,7 @@ import { u16le, u32le } from '../../../_internal/bytes.ts';
 import { reject } from '../../../_internal/rejection.ts';
 import { FindingTally } from '../../../findings.ts';
 import type { FindingKind } from '../../../findings.ts';
+import type { Deadline } from '../../../limits.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../../types.ts';
 import { PTG_EXP, refusedBiffFormula } from './formulas.ts';
 import {
@@ -112,7 +113,7 @@ export function rebuildExcelBinary(input: DetectedFile, context: EngineContext):
   const findings = new FindingTally();
   tallyDroppedEntries(root, findings);
   context.deadline.check();
-  const stream = rebuildWorkbookStream(workbook.content, findings);
+  const stream = rebuildWorkbookStream(workbook.content, findings, context.deadline);
   const bytes = writeCompoundFile({
     kind: 'storage',
     name: 'Root Entry',
@@ -188,7 +189,11 @@ interface SheetEntry {
   readonly kind: number;
 }
 
-function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint8Array {
+function rebuildWorkbookStream(
+  stream: Uint8Array,
+  findings: FindingTally,
+  deadline: Deadline,
+): Uint8Array {
   const [globals, ...rest] = readSubstreams(stream, WHAT);
   if (globals === undefined) return reject('invalid_file', `${WHAT} has no workbook globals`);
   const bof = globals.records[0]?.data ?? new Uint8Array();
@@ -341,6 +346,7 @@ function rebuildWorkbookStream(stream: Uint8Array, findings: FindingTally): Uint
         `${WHAT} lists a sheet at offset ${entry.offset}, where no substream starts ([MS-XLS] BOUNDSHEET8 lbPlyPos)`,
       );
     }
+    deadline.check();
     const written = writeRecords(
       rebuildSheet(substream, { kind: entry.kind, removedXtis }, findings),
     );

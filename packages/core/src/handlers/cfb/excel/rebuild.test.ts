@@ -332,6 +332,16 @@ describe('Excel 97-2003 rebuild', () => {
       /truncated/,
     ],
     [
+      'a sheet whose name runs past its BOUNDSHEET8 record',
+      () => {
+        const stream = buildWorkbookStream();
+        const at = stream.indexOf(Buffer.from([0x85, 0x00]));
+        stream[at + 4 + 6] = 7; // "Sheet1" is 6 characters
+        return buildCompoundFile({ Workbook: stream });
+      },
+      /sheet name does not fit/,
+    ],
+    [
       'a sheet offset where no substream starts',
       () => {
         const stream = buildWorkbookStream();

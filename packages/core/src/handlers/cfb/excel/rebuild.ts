@@ -174,8 +174,14 @@ function sheetKindsOf(groups: readonly RecordGroup[]): number[] {
   const kinds: number[] = [];
   for (const { head } of groups) {
     if (head.type !== RT.BOUNDSHEET8) continue;
-    if (head.data.length < 8) {
-      reject('invalid_file', `${WHAT} has a BOUNDSHEET8 record too short to name a sheet`);
+    // lbPlyPos (4), hsState, dt, then the name: cch and a flags byte (bit 0: UTF-16).
+    const characters = head.data[6] ?? 0;
+    const nameBytes = characters * ((head.data[7] ?? 0) & 0x01 ? 2 : 1);
+    if (head.data.length < 8 || characters === 0 || head.data.length !== 8 + nameBytes) {
+      reject(
+        'invalid_file',
+        `${WHAT} has a BOUNDSHEET8 record whose sheet name does not fit it ([MS-XLS] 2.4.28)`,
+      );
     }
     kinds.push(head.data[5] ?? 0);
   }

@@ -6,6 +6,7 @@
  */
 import {
   buildBinaryWorkbook,
+  buildExcelWorkbook,
   buildFdf,
   buildImage,
   buildOdt,
@@ -15,6 +16,11 @@ import {
   buildWordDocument,
   buildWorkbook,
   buildZip,
+  formulaCell,
+  FTAB,
+  hyperlink,
+  numberCell,
+  ptg,
   seededRandom,
 } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
@@ -66,6 +72,27 @@ const BASES: readonly Base[] = [
     name: 'an xlsb with a macro sheet and risky formulas',
     fileName: 'f.xlsb',
     bytes: () => buildBinaryWorkbook({ texts: ['a', 'b'], macroSheet: true, riskyFormulas: true }),
+  },
+  {
+    name: 'an xls with VBA, a CALL formula and a file hyperlink',
+    fileName: 'f.xls',
+    bytes: () =>
+      Promise.resolve(
+        buildExcelWorkbook({
+          vba: 'Shell "calc"',
+          sheets: [
+            {
+              name: 'Sheet1',
+              records: [
+                numberCell(0, 0, 1),
+                formulaCell(1, 0, Buffer.concat([ptg.str('k'), ptg.funcVar(1, FTAB.CALL)]), 2),
+                formulaCell(2, 0, Buffer.concat([ptg.ref(0, 0), ptg.int(1), ptg.add()]), 'x'),
+                hyperlink('file://host/share'),
+              ],
+            },
+          ],
+        }),
+      ),
   },
   {
     name: 'an odt with Basic and scripts',

@@ -1,12 +1,14 @@
 import { DisarmError } from '../../errors.ts';
 import type { FormatHandler } from '../types.ts';
+import { rebuildExcelBinary } from './excel/rebuild.ts';
+import { verifyExcelBinary } from './excel/verify.ts';
 import { rebuildWordBinary } from './word/rebuild.ts';
 import { verifyWordBinary } from './word/verify.ts';
 
 /**
- * Word, Excel and PowerPoint 97-2003 files: compound files ([MS-CFB]) rebuilt by the kind their
- * allowlist row names. Word documents and templates are rebuilt; workbooks and presentations
- * fail as a fault (`ERR_NOT_YET_SUPPORTED`) until their rebuild ships, never passed through.
+ * Word, Excel and PowerPoint 97-2003 files (compound files, [MS-CFB]): each kind rebuilt by its
+ * own engine, as the allowlist row names it. A kind whose rebuild has not shipped fails as a
+ * fault (`ERR_NOT_YET_SUPPORTED`), never passes through.
  */
 export const cfbHandler: FormatHandler = {
   family: 'cfb',
@@ -14,6 +16,8 @@ export const cfbHandler: FormatHandler = {
     switch (input.format.kind) {
       case 'word-binary':
         return Promise.resolve().then(() => rebuildWordBinary(input, context));
+      case 'excel-binary':
+        return Promise.resolve().then(() => rebuildExcelBinary(input, context));
       default:
         return Promise.reject(
           new DisarmError(
@@ -24,11 +28,17 @@ export const cfbHandler: FormatHandler = {
     }
   },
   verify(output, input, context) {
-    if (input.format.kind !== 'word-binary') {
-      return Promise.reject(
-        new TypeError(`no .${input.format.extension} output can exist to verify`),
-      );
+    switch (input.format.kind) {
+      case 'word-binary':
+        return verifyWordBinary(output, context);
+      case 'excel-binary':
+        return Promise.resolve().then(() => {
+          verifyExcelBinary(output);
+        });
+      default:
+        return Promise.reject(
+          new TypeError(`no .${input.format.extension} output can exist to verify`),
+        );
     }
-    return verifyWordBinary(output, context);
   },
 };

@@ -24,11 +24,11 @@ const SHARED_FORMULA = 427;
 const CELL_BYTES = 8;
 
 /**
- * Functions ([MS-XLSB] 2.5.98.10 Ftab) whose call is refused: XLM file, code and DDE functions,
- * RTD servers, and 0x00FF, the call of a user-defined, add-in or newer function by name (which
+ * Functions ([MS-XLSB] 2.5.98.10 Ftab, whose indices are those of [MS-XLS] Ftab) whose call is
+ * refused: XLM file, code and DDE functions, RTD servers, and 0x00FF, the call of a user-defined, add-in or newer function by name (which
  * is how `WEBSERVICE`, `FILTERXML` and VBA functions are stored: the name is a PtgNameX).
  */
-const REFUSED_FUNCTIONS: ReadonlyMap<number, FindingKind> = new Map([
+export const REFUSED_FUNCTIONS: ReadonlyMap<number, FindingKind> = new Map([
   [0x0036, 'xlm-macro'], // HALT
   [0x006e, 'xlm-macro'], // EXEC
   [0x0084, 'xlm-macro'], // FOPEN
@@ -48,9 +48,9 @@ const REFUSED_FUNCTIONS: ReadonlyMap<number, FindingKind> = new Map([
 ]);
 
 /** [MS-XLSB] 2.5.98.10 Ftab: HYPERLINK(link_location, [friendly_name]). */
-const HYPERLINK = 0x0167;
+export const HYPERLINK = 0x0167;
 /** PtgConcat (`&`): its result starts with its left operand. */
-const PTG_CONCAT = 0x08;
+export const PTG_CONCAT = 0x08;
 
 /**
  * The operands a formula's tokens leave on Excel's evaluation stack (the tokens are in reverse
@@ -60,7 +60,7 @@ const PTG_CONCAT = 0x08;
  * table knows: after one, the stack is no longer followed and every literal of the formula is
  * judged instead.
  */
-class OperandStack {
+export class OperandStack {
   readonly #operands: (string | null)[] = [];
   readonly literals: string[] = [];
   followed = true;
@@ -91,7 +91,7 @@ class OperandStack {
  * is the cells' text; a target that cannot be told (the stack not followed) is judged by every
  * literal of the formula.
  */
-function refusedHyperlink(stack: OperandStack, count: number): boolean {
+export function refusedHyperlink(stack: OperandStack, count: number): boolean {
   const target = stack.peek(count);
   if (target === undefined) return stack.literals.some(isRefusedHyperlinkTarget);
   return target !== null && isRefusedHyperlinkTarget(target);

@@ -1,0 +1,565 @@
+/**
+ * Excel 97-2003 rebuild ([MS-XLS], BIFF8): a new compound file holding one new `Workbook` stream
+ * written from the records of the old one that are on the allowlist. The VBA project, embedded
+ * objects' storages, summary information and every other stream go; formulas that run code, fetch
+ * or talk DDE become the values Excel cached for them.
+ */
+import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
+import { childNamed, streamNamed } from '../../../_internal/cfb/tree.ts';
+import type { CompoundStorage } from '../../../_internal/cfb/tree.ts';
+import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
+import { u16le, u32le } from '../../../_internal/bytes.ts';
+import { reject } from '../../../_internal/rejection.ts';
+import { FindingTally } from '../../../findings.ts';
+import type { FindingKind } from '../../../findings.ts';
+import type { Deadline } from '../../../limits.ts';
+import type { DetectedFile, EngineContext, HandlerOutput } from '../../types.ts';
+import { PTG_EXP, refusedBiffFormula } from './formulas.ts';
+import {
+  ADD_IN_SUPBOOK,
+  braiRefusal,
+  disarmedExternName,
+  disarmedName,
+  isKeptHyperlink,
+  isKeptRecord,
+  nameItab,
+  nameRefusal,
+  objectRefusal,
+  objectWithoutMacro,
+  REFUSED_RECORDS,
+  SHEET_KIND,
+  supbookKind,
+  withNameItab,
+} from './judge.ts';
+import { readSubstreams, RT, writeRecords } from './records.ts';
+import {
+  renumberedExternSheet,
+  renumberedSelfSupbook,
+  renumberedTabIds,
+  renumberedWindow,
+  SheetMap,
+} from './sheets.ts';
+import type { BiffRecord, RecordOut, Substream } from './records.ts';
+
+const WHAT = 'the Excel workbook';
+/** [MS-XLS] 2.4.21 BOF: BIFF8's version, and the substream types. */
+const BIFF8_VERSION = 0x0600;
+const BOF_GLOBALS = 0x0005;
+const BOF_WORKSHEET = 0x0010;
+const BOF_CHART = 0x0020;
+/** BOF substream type each BOUNDSHEET8 `dt` opens. */
+const SHEET_BOF: ReadonlyMap<number, number> = new Map([
+  [SHEET_KIND.worksheet, BOF_WORKSHEET],
+  [SHEET_KIND.chart, BOF_CHART],
+]);
+/** The root CLSID Excel 97-2003 writes: Excel.Sheet.8, {00020820-0000-0000-C000-000000000046}. */
+const EXCEL_CLSID = Uint8Array.from([
+  0x20, 0x08, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46,
+]);
+/** Globals records that count sheets by position ([MS-XLS] EXTERNSHEET, Window1, RRTabId). */
+const EXTERNSHEET = 0x0017;
+const WINDOW1 = 0x003d;
+const RRTABID = 0x013d;
+/** [MS-XLS] XCT and CRN: the cached cells of another workbook, under its SUPBOOK. */
+const EXTERNAL_CACHE_RECORDS: ReadonlySet<number> = new Set([0x0059, 0x005a]);
+/** [MS-XLS] WriteAccess: the name of the user who saved the workbook. */
+const WRITE_ACCESS = 0x005c;
+/** [MS-XLS] 2.4.148 LABEL holds at most 255 characters. */
+const MAX_LABEL_CHARACTERS = 255;
+/** [MS-XLS] 2.4.127 FORMULA: Cell (6), FormulaValue (8), flags (2), chn (4), then cce and rgce. */
+const FORMULA_TOKENS_AT = 22;
+/** [MS-XLS] 2.4.107 EXTSST: dsst (2), then 8-byte ISSTInf entries whose first 4 bytes are `ib`. */
+const EXTSST_ENTRIES_AT = 2;
+const EXTSST_ENTRY_BYTES = 8;
+
+/** Streams and storages of the container, by upper-cased name: what their removal is reported as. */
+const DROPPED_ENTRIES: ReadonlyMap<string, FindingKind | undefined> = new Map([
+  ['_VBA_PROJECT_CUR', 'vba-macro'],
+  ['\u0005SUMMARYINFORMATION', 'document-metadata'],
+  ['\u0005DOCUMENTSUMMARYINFORMATION', 'document-metadata'],
+  ['CTLS', 'activex-control'],
+  // Written by every Office and LibreOffice: the object's class name and OLE flags, nothing else.
+  ['\u0001COMPOBJ', undefined],
+  ['\u0001OLE', undefined],
+]);
+
+/**
+ * Rebuilds an Excel 97-2003 workbook (`.xls`): the `Workbook` stream's globals and sheets are
+ * rewritten from allowlisted records, every stream offset recomputed (BOUNDSHEET8 `lbPlyPos`,
+ * EXTSST), INDEX and DBCELL left out (Excel and LibreOffice rebuild them); the VBA project
+ * (`_VBA_PROJECT_CUR`), embedded objects' `MBD…` storages, ActiveX `Ctls`, summary information
+ * and every other stream are not copied.
+ * @throws {Rejection} `invalid_file` for a container or record stream that does not hold together
+ *   or an Excel 5.0/95 workbook; `password_protected` for FILEPASS; `policy_violation` naming a
+ *   construct that cannot be removed safely (an Excel 4.0 macro sheet, an auto-run or macro
+ *   name, a link to another workbook, DDE or OLE, a macro on a drawing object, an OLE object, a
+ *   query table or PivotTable).
+ */
+export function rebuildExcelBinary(input: DetectedFile, context: EngineContext): HandlerOutput {
+  const { root } = parseCompoundFile(input.bytes, {
+    what: WHAT,
+    maxBytes: context.limits.maxBytes,
+  });
+  const workbook = streamNamed(root, 'Workbook');
+  if (workbook === undefined) {
+    if (childNamed(root, 'Book') !== undefined) {
+      reject(
+        'invalid_file',
+        'Excel 5.0/95 workbooks are not supported: the file has a BIFF5 `Book` stream and no `Workbook` stream',
+      );
+    }
+    reject('invalid_file', `${WHAT} has no \`Workbook\` stream ([MS-XLS] 2.1.2)`);
+  }
+  const findings = new FindingTally();
+  tallyDroppedEntries(root, findings);
+  context.deadline.check();
+  const stream = rebuildWorkbookStream(workbook.content, findings, context.deadline);
+  const bytes = writeCompoundFile({
+    kind: 'storage',
+    name: 'Root Entry',
+    clsid: EXCEL_CLSID,
+    stateBits: 0,
+    children: [{ kind: 'stream', name: 'Workbook', content: stream }],
+  });
+  return { bytes, findings: findings.toArray() };
+}
+
+function tallyDroppedEntries(root: CompoundStorage, findings: FindingTally): void {
+  for (const child of root.children) {
+    const upper = child.name.toUpperCase();
+    if (upper === 'WORKBOOK') continue;
+    if (child.kind === 'storage' && upper.startsWith('MBD')) {
+      findings.add('embedded-object');
+    } else if (DROPPED_ENTRIES.has(upper)) {
+      const kind = DROPPED_ENTRIES.get(upper);
+      if (kind !== undefined) findings.add(kind);
+    } else {
+      findings.add('hidden-data');
+    }
+  }
+}
+
+/** A record and the CONTINUE records that carry the rest of its data. */
+interface RecordGroup {
+  readonly head: BiffRecord;
+  readonly continues: readonly BiffRecord[];
+}
+
+function groupsOf(records: readonly BiffRecord[]): RecordGroup[] {
+  const groups: { head: BiffRecord; continues: BiffRecord[] }[] = [];
+  for (const record of records) {
+    const last = groups.at(-1);
+    if (record.type === RT.CONTINUE && last !== undefined) last.continues.push(record);
+    else groups.push({ head: record, continues: [] });
+  }
+  return groups;
+}
+
+function emit(out: RecordOut[], group: RecordGroup): void {
+  out.push(group.head, ...group.continues);
+}
+
+/** The data of a record and its CONTINUE records, joined. */
+function joined(group: RecordGroup): Uint8Array {
+  if (group.continues.length === 0) return group.head.data;
+  return Buffer.concat([group.head.data, ...group.continues.map((record) => record.data)]);
+}
+
+function refuse(detail: string): never {
+  return reject('policy_violation', `${WHAT} holds ${detail}, which cannot be removed safely`);
+}
+
+/** The `dt` of every BOUNDSHEET8 record, in order. */
+function sheetKindsOf(groups: readonly RecordGroup[]): number[] {
+  const kinds: number[] = [];
+  for (const { head } of groups) {
+    if (head.type !== RT.BOUNDSHEET8) continue;
+    // lbPlyPos (4), hsState, dt, then the name: cch and a flags byte (bit 0: UTF-16).
+    const characters = head.data[6] ?? 0;
+    const nameBytes = characters * ((head.data[7] ?? 0) & 0x01 ? 2 : 1);
+    if (head.data.length < 8 || characters === 0 || head.data.length !== 8 + nameBytes) {
+      reject(
+        'invalid_file',
+        `${WHAT} has a BOUNDSHEET8 record whose sheet name does not fit it ([MS-XLS] 2.4.28)`,
+      );
+    }
+    kinds.push(head.data[5] ?? 0);
+  }
+  return kinds;
+}
+
+/** A sheet as BOUNDSHEET8 ([MS-XLS] 2.4.28) lists it: its record, written again with a new offset. */
+interface SheetEntry {
+  readonly data: Uint8Array;
+  readonly offset: number;
+  readonly kind: number;
+}
+
+function rebuildWorkbookStream(
+  stream: Uint8Array,
+  findings: FindingTally,
+  deadline: Deadline,
+): Uint8Array {
+  const [globals, ...rest] = readSubstreams(stream, WHAT);
+  if (globals === undefined) return reject('invalid_file', `${WHAT} has no workbook globals`);
+  const bof = globals.records[0]?.data ?? new Uint8Array();
+  if (bof.length < 4 || u16le(bof, 0) !== BIFF8_VERSION) {
+    reject(
+      'invalid_file',
+      'Excel 5.0/95 workbooks are not supported: the workbook globals are not BIFF8 ([MS-XLS] 2.4.21 BOF vers)',
+    );
+  }
+  if (u16le(bof, 2) !== BOF_GLOBALS) {
+    reject(
+      'invalid_file',
+      `${WHAT} does not open with its workbook globals ([MS-XLS] 2.4.21 BOF dt)`,
+    );
+  }
+  const bySheetOffset = new Map(rest.map((substream) => [substream.offset, substream]));
+
+  const out: RecordOut[] = [];
+  const sheets: { entry: SheetEntry; at: number }[] = [];
+  let sstFrom: number | undefined;
+  let sstTo: number | undefined;
+  let outBytes = 0;
+  const push = (record: RecordOut): void => {
+    out.push(record);
+    outBytes += 4 + record.data.length;
+  };
+  const globalGroups = groupsOf(globals.records);
+  const sheetKinds = sheetKindsOf(globalGroups);
+  // Excel 4.0 macro sheets and VBA module sheets go, with every later sheet renumbered.
+  const sheetMap = new SheetMap(
+    sheetKinds.map((kind) => kind === SHEET_KIND.macro || kind === SHEET_KIND.vbModule),
+  );
+  let sheetIndex = -1;
+  let namePosition = 0;
+  let supbooks = 0;
+  let selfSupbook: number | undefined;
+  let inRemovedLink = false;
+  let externNames = 0;
+  const removedSupbooks = new Set<number>();
+  // EXTERNSHEET entries into removed links: formulas through them become their cached values.
+  const removedXtis = new Set<number>();
+  for (const group of globalGroups) {
+    const { type, data } = group.head;
+    if (type === RT.FILEPASS) {
+      reject(
+        'password_protected',
+        'the Excel workbook is encrypted ([MS-XLS] FILEPASS); it cannot be opened without its password',
+      );
+    }
+    const refusedRecord = REFUSED_RECORDS.get(type);
+    if (refusedRecord !== undefined) refuse(refusedRecord);
+    if (type === RT.BOUNDSHEET8) {
+      sheetIndex += 1;
+      const kind = data[5] ?? 0;
+      if (sheetMap.newIndex(sheetIndex) === undefined) {
+        findings.add(kind === SHEET_KIND.vbModule ? 'vba-macro' : 'xlm-macro');
+        continue;
+      }
+      const entry = { data: Uint8Array.from(data), offset: u32le(data, 0), kind };
+      sheets.push({ entry, at: out.length });
+      push({ type, data: entry.data });
+      continue;
+    }
+    if (type === RT.NAME) {
+      namePosition += 1;
+      const whole = joined(group);
+      const refused = nameRefusal(whole, removedXtis);
+      if (refused === null) {
+        reject(
+          'invalid_file',
+          `${WHAT} has a NAME record that does not hold together ([MS-XLS] 2.4.150)`,
+        );
+      }
+      const itab = nameItab(whole);
+      const newItab = itab === 0 ? 0 : sheetMap.newIndex(itab - 1);
+      if (refused !== undefined || newItab === undefined) {
+        findings.add('xlm-macro');
+        push({ type, data: disarmedName(namePosition, newItab === undefined ? 0 : newItab + 1) });
+        continue;
+      }
+      if (sheetMap.changed && itab !== 0) {
+        push({ type, data: withNameItab(whole, newItab + 1) });
+        continue;
+      }
+    } else if (type === RT.SUPBOOK) {
+      supbooks += 1;
+      externNames = 0;
+      const kind = supbookKind(data);
+      inRemovedLink = kind === 'workbook' || kind === 'dde';
+      if (inRemovedLink) {
+        // The link goes; an add-in SUPBOOK keeps the place formulas count SUPBOOKs by.
+        findings.add(kind === 'dde' ? 'dde-link' : 'external-relationship');
+        removedSupbooks.add(supbooks - 1);
+        push({ type, data: ADD_IN_SUPBOOK });
+        continue;
+      }
+      if (kind === 'self') {
+        selfSupbook = supbooks - 1;
+        if (sheetMap.changed) {
+          push({ type, data: renumberedSelfSupbook(data, sheetMap) });
+          continue;
+        }
+      }
+    } else if (type === RT.EXTERNNAME && inRemovedLink) {
+      externNames += 1;
+      push({ type, data: disarmedExternName(externNames) });
+      continue;
+    } else if (EXTERNAL_CACHE_RECORDS.has(type) && inRemovedLink) {
+      continue;
+    } else if (type === EXTERNSHEET && (sheetMap.changed || removedSupbooks.size > 0)) {
+      // Every XTI must be read to renumber them; EXTERNSHEET continued is 1,370 XTIs and more.
+      if (group.continues.length > 0) refuse('an EXTERNSHEET too long to renumber');
+      const supbookPlaces = { self: selfSupbook, removed: removedSupbooks };
+      push({ type, data: renumberedExternSheet(data, supbookPlaces, sheetMap, removedXtis) });
+      continue;
+    } else if (sheetMap.changed && type === WINDOW1) {
+      push({ type, data: renumberedWindow(data, sheetMap) });
+      continue;
+    } else if (sheetMap.changed && type === RRTABID) {
+      const ids = renumberedTabIds(data, sheetMap, sheetKinds.length);
+      if (ids !== undefined) push({ type, data: ids });
+      continue;
+    } else if (type === WRITE_ACCESS) {
+      findings.add('document-metadata');
+      continue;
+    } else if (type === RT.OBJPROJ || type === RT.CODENAME) {
+      // The VBA project these name goes with `_VBA_PROJECT_CUR`, counted there.
+      continue;
+    } else if (type === RT.SST) {
+      sstFrom = group.head.offset;
+      sstTo = outBytes;
+    } else if (type === RT.EXTSST && sstFrom !== undefined && sstTo !== undefined) {
+      push({ type, data: shiftedExtSst(data, sstTo - sstFrom) });
+      continue;
+    } else if (!isKeptRecord(type) && type !== RT.BOF && type !== RT.EOF) {
+      findings.add('hidden-data');
+      continue;
+    }
+    for (const record of [group.head, ...group.continues]) push(record);
+  }
+
+  // BOUNDSHEET8 lbPlyPos ([MS-XLS] 2.4.28) is the absolute stream offset of the sheet's BOF.
+  const sheetStreams: Uint8Array[] = [];
+  let sheetOffset = outBytes;
+  for (const { entry } of sheets) {
+    const substream = bySheetOffset.get(entry.offset);
+    if (substream === undefined) {
+      reject(
+        'invalid_file',
+        `${WHAT} lists a sheet at offset ${entry.offset}, where no substream starts ([MS-XLS] BOUNDSHEET8 lbPlyPos)`,
+      );
+    }
+    deadline.check();
+    const written = writeRecords(
+      rebuildSheet(substream, { kind: entry.kind, removedXtis }, findings),
+    );
+    new DataView(entry.data.buffer).setUint32(0, sheetOffset, true);
+    sheetStreams.push(written);
+    sheetOffset += written.length;
+  }
+  return Buffer.concat([writeRecords(out), ...sheetStreams]);
+}
+
+/**
+ * EXTSST `ib` fields are absolute offsets of strings in the SST record, which moved by `delta`
+ * with everything after it unchanged.
+ */
+function shiftedExtSst(data: Uint8Array, delta: number): Uint8Array {
+  const shifted = Uint8Array.from(data);
+  const view = new DataView(shifted.buffer);
+  for (
+    let at = EXTSST_ENTRIES_AT;
+    at + EXTSST_ENTRY_BYTES <= shifted.length;
+    at += EXTSST_ENTRY_BYTES
+  ) {
+    view.setUint32(at, (view.getUint32(at, true) + delta) >>> 0, true);
+  }
+  return shifted;
+}
+
+/** Records after a FORMULA that may come before its STRING: its shared, array or table formula. */
+const FORMULA_COMPANIONS: ReadonlySet<number> = new Set([RT.SHRFMLA, RT.ARRAY, 0x0236]);
+
+function rebuildSheet(
+  substream: Substream,
+  { kind, removedXtis }: { readonly kind: number; readonly removedXtis: ReadonlySet<number> },
+  findings: FindingTally,
+): RecordOut[] {
+  const bof = substream.records[0]?.data ?? new Uint8Array();
+  if (bof.length < 4 || u16le(bof, 0) !== BIFF8_VERSION || u16le(bof, 2) !== SHEET_BOF.get(kind)) {
+    reject(
+      'invalid_file',
+      `${WHAT} has a sheet whose BOF does not match its BOUNDSHEET8 kind ([MS-XLS] 2.4.21)`,
+    );
+  }
+  const groups = groupsOf(substream.records);
+  const refusedGroups = refusedFormulaGroups(groups, removedXtis, findings);
+  const out: RecordOut[] = [];
+  const consumed = new Set<number>();
+  let droppedLink = false;
+  for (const [index, group] of groups.entries()) {
+    if (consumed.has(index)) continue;
+    const { type, data } = group.head;
+    const refusedRecord = REFUSED_RECORDS.get(type);
+    if (refusedRecord !== undefined) refuse(refusedRecord);
+    if (type === RT.FORMULA) {
+      const refused = formulaRefusal(data, refusedGroups, removedXtis);
+      if (refused === undefined) {
+        emit(out, group);
+        continue;
+      }
+      if (refused !== 'group') findings.add(refused);
+      out.push(flattened(data, groups, index, consumed));
+      continue;
+    }
+    if (type === RT.SHRFMLA || type === RT.ARRAY) {
+      if (!refusedGroups.has(anchorOf(data))) emit(out, group);
+      continue;
+    }
+    if (type === RT.OBJ) {
+      const stripped = objectWithoutMacro(data);
+      const refused = stripped === null ? null : objectRefusal(stripped.data);
+      if (stripped === null || refused === null) {
+        reject(
+          'invalid_file',
+          `${WHAT} has an OBJ record whose subrecords do not hold together ([MS-XLS] 2.4.181)`,
+        );
+      }
+      if (refused !== undefined) refuse(refused);
+      if (stripped.removed) {
+        findings.add('xlm-macro');
+        out.push({ type, data: stripped.data }, ...group.continues);
+      } else {
+        emit(out, group);
+      }
+      continue;
+    }
+    if (type === RT.HLINK) {
+      droppedLink = !isKeptHyperlink(joined(group));
+      if (droppedLink) findings.add('external-relationship');
+      else emit(out, group);
+      continue;
+    }
+    if (type === RT.HLINKTOOLTIP) {
+      if (!droppedLink) emit(out, group);
+      continue;
+    }
+    if (type === RT.BRAI) {
+      const refused = braiRefusal(data, removedXtis);
+      if (refused !== undefined) refuse(refused);
+      emit(out, group);
+      continue;
+    }
+    if (type === RT.OBJPROJ || type === RT.CODENAME) continue;
+    // [MS-XLS] 2.4.144 INDEX and 2.4.71 DBCELL only speed up reading; their offsets would change.
+    if (type === 0x020b || type === 0x00d7) continue;
+    if (type === RT.BOF || type === RT.EOF || isKeptRecord(type)) {
+      emit(out, group);
+      continue;
+    }
+    findings.add('hidden-data');
+  }
+  return out;
+}
+
+/** Where a shared or array formula starts (its first row and column), as PtgExp names it. */
+function anchorOf(data: Uint8Array): string {
+  return `${u16le(data, 0)}:${data[4] ?? 0}`;
+}
+
+/**
+ * The shared and array formulas of a sheet ([MS-XLS] 2.4.260 SHRFMLA: RefU, 2 bytes, then cce and
+ * rgce; 2.4.4 ARRAY: RefU, 6 bytes, then cce and rgce) the screening refuses, by anchor.
+ */
+function refusedFormulaGroups(
+  groups: readonly RecordGroup[],
+  removedXtis: ReadonlySet<number>,
+  findings: FindingTally,
+): Set<string> {
+  const refused = new Set<string>();
+  for (const { head } of groups) {
+    const tokensAt = head.type === RT.SHRFMLA ? 10 : head.type === RT.ARRAY ? 14 : undefined;
+    if (tokensAt === undefined) continue;
+    const cce = u16le(head.data, tokensAt - 2);
+    const end = tokensAt + cce;
+    const kind =
+      end > head.data.length
+        ? 'hidden-data'
+        : refusedBiffFormula(head.data.subarray(tokensAt, end), removedXtis);
+    if (kind !== undefined) {
+      findings.add(kind);
+      refused.add(anchorOf(head.data));
+    }
+  }
+  return refused;
+}
+
+/** Why a FORMULA record's formula may not stay; `group` when its shared formula is refused. */
+function formulaRefusal(
+  data: Uint8Array,
+  refusedGroups: ReadonlySet<string>,
+  removedXtis: ReadonlySet<number>,
+): FindingKind | 'group' | undefined {
+  if (data.length < FORMULA_TOKENS_AT) {
+    reject(
+      'invalid_file',
+      `${WHAT} has a FORMULA record too short for its cell ([MS-XLS] 2.4.127)`,
+    );
+  }
+  const cce = u16le(data, FORMULA_TOKENS_AT - 2);
+  const end = FORMULA_TOKENS_AT + cce;
+  if (end > data.length) return 'hidden-data';
+  const rgce = data.subarray(FORMULA_TOKENS_AT, end);
+  if (rgce[0] === PTG_EXP && cce === 5) {
+    return refusedGroups.has(`${u16le(rgce, 1)}:${u16le(rgce, 3)}`) ? 'group' : undefined;
+  }
+  return refusedBiffFormula(rgce, removedXtis);
+}
+
+/**
+ * The value record of a formula cell's cached value ([MS-XLS] 2.5.133 FormulaValue): NUMBER for a
+ * number, BOOLERR for a boolean or an error, LABEL with the text of the STRING record that follows
+ * for a string (which is then not written), BLANK when there is no value to show.
+ */
+function flattened(
+  data: Uint8Array,
+  groups: readonly RecordGroup[],
+  index: number,
+  consumed: Set<number>,
+): RecordOut {
+  const cell = data.subarray(0, 6);
+  if (u16le(data, 12) !== 0xffff) {
+    return { type: RT.NUMBER, data: Buffer.concat([cell, data.subarray(6, 14)]) };
+  }
+  const valueType = data[6];
+  if (valueType === 1 || valueType === 2) {
+    return {
+      type: RT.BOOLERR,
+      data: Buffer.concat([cell, Uint8Array.of(data[8] ?? 0, valueType - 1)]),
+    };
+  }
+  if (valueType === 3)
+    return { type: RT.LABEL, data: Buffer.concat([cell, Uint8Array.of(0, 0, 0)]) };
+  if (valueType === 0) {
+    for (let next = index + 1; next < groups.length; next += 1) {
+      const group = groups[next];
+      if (group === undefined) break;
+      if (group.head.type === RT.STRING) {
+        consumed.add(next);
+        // XLUnicodeString ([MS-XLS] 2.5.294): cch, a flags byte (bit 0: UTF-16), the characters.
+        const text = joined(group);
+        const characters = u16le(text, 0);
+        const size = 3 + characters * ((text[2] ?? 0) & 0x01 ? 2 : 1);
+        if (characters <= MAX_LABEL_CHARACTERS && text.length === size) {
+          return { type: RT.LABEL, data: Buffer.concat([cell, text]) };
+        }
+        break;
+      }
+      if (!FORMULA_COMPANIONS.has(group.head.type)) break;
+    }
+  }
+  return { type: RT.BLANK, data: Uint8Array.from(cell) };
+}

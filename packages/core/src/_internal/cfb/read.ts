@@ -95,7 +95,10 @@ class CompoundReader {
   #streamBytes = 0;
 
   constructor(bytes: Uint8Array, options: ParseCompoundOptions) {
-    this.#bytes = bytes;
+    // A plain view, never a Buffer: a stream is handed out as a view of these bytes when its
+    // sectors are consecutive, and a Buffer's slice() is a view too, so a caller that copies a
+    // stream with slice() before patching it would write into the submitted file.
+    this.#bytes = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.#what = options.what;
     this.#maxBytes = options.maxBytes;
   }

@@ -43,6 +43,19 @@ describe('Word 97-2003 rebuild', () => {
     }
   });
 
+  it('leaves the submitted bytes as they were, whatever it neutralises', async () => {
+    // A Buffer, as a service reads a file, with streams past the mini-stream cutoff (4096 bytes),
+    // which the reader hands out as views of it: they must never be written through.
+    const texts = Array.from({ length: 200 }, (_, index) => `Paragraph ${index} of the report`);
+    const input = await buildWordBinary({ texts, dde: true, template: TEMPLATE, vba: true });
+    const { root } = parseCompoundFile(input, { what: 'the input', maxBytes: input.length });
+    const word = root.children.find((child) => child.name === 'WordDocument');
+    expect(word?.kind === 'stream' && word.content.length > 4096).toBe(true);
+    const before = Buffer.from(input);
+    cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
+    expect(input.equals(before)).toBe(true);
+  });
+
   it('clears the attached template and zeroes table bytes no FIB pair points at', async () => {
     const input = await buildWordBinary({
       texts: TEXTS,

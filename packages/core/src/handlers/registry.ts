@@ -1,6 +1,7 @@
 import { DisarmError } from '../errors.ts';
 import type { FormatFamily } from '../formats.ts';
 import { archiveHandler } from './archive/handler.ts';
+import { cfbHandler } from './cfb/handler.ts';
 import { odfHandler } from './odf/handler.ts';
 import { ooxmlHandler } from './ooxml/handler.ts';
 import type { FormatHandler } from './types.ts';
@@ -52,7 +53,7 @@ export const HANDLERS: Readonly<Record<FormatFamily, FormatHandler>> = {
   pdf: loadedOnUse('pdf', async () => (await import('./pdf/handler.ts')).pdfHandler),
   ooxml: ooxmlHandler,
   odf: odfHandler,
-  cfb: notYetSupported('cfb'),
+  cfb: cfbHandler,
   rtf: notYetSupported('rtf'),
   markup: notYetSupported('markup'),
 };

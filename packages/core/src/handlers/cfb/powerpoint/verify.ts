@@ -1,0 +1,92 @@
+import { openCompoundFile } from '../../../_internal/cfb-reader.ts';
+import { Rejection } from '../../../_internal/rejection.ts';
+import type { HandlerOutput } from '../../types.ts';
+import { VerifyFailure } from '../../types.ts';
+import { parseCurrentUser, readCurrentEdit } from './persist.ts';
+import { readRecord, RT, walkRecords } from './records.ts';
+import { activeConstructOf } from './screen.ts';
+import { CURRENT_USER_STREAM, DOCUMENT_STREAM, PICTURES_STREAM } from './rebuild.ts';
+
+const KEPT_STREAMS: ReadonlySet<string> = new Set([
+  CURRENT_USER_STREAM,
+  DOCUMENT_STREAM,
+  PICTURES_STREAM,
+]);
+
+/**
+ * PowerPoint checks of verify before release. The written compound file is re-read with the
+ * `cfb` package, independently of the writer: it holds the `Current User`, `PowerPoint Document`
+ * and at most a `Pictures` stream and nothing else; the presentation is a single edit (no older
+ * edit to hide an object in); its stream is exactly the persist objects the directory names
+ * followed by the directory and the edit, with no byte between or after; every object is a
+ * slide, master, notes, handout or document container; and no record in them runs, embeds or
+ * fetches anything (see `screen.ts`).
+ */
+export function verifyPowerPointBinary(output: HandlerOutput): Promise<void> {
+  return Promise.resolve().then(() => {
+    try {
+      check(output.bytes);
+    } catch (error) {
+      if (error instanceof Rejection) throw new VerifyFailure('ppt.structure', error.message);
+      throw error;
+    }
+  });
+}
+
+function check(bytes: Uint8Array): void {
+  const file = openCompoundFile(bytes, 'the written presentation');
+  // [MS-CFB] 2.6.1 object types 1 and 2: every storage or stream must be a kept top-level stream.
+  const entries = file.container.FileIndex.filter((entry) => entry.type === 1 || entry.type === 2);
+  const kept = [...file.topLevel].filter(
+    ([name, entry]) => KEPT_STREAMS.has(name) && entry.type === 2,
+  );
+  if (entries.length !== kept.length) {
+    const names = entries.map((entry) => entry.name).join(', ');
+    throw new VerifyFailure(
+      'ppt.entries',
+      `the written presentation holds more than its streams: ${names}`,
+    );
+  }
+  const content = (name: string): Uint8Array => {
+    const data = file.topLevel.get(name)?.content;
+    if (data === undefined)
+      throw new VerifyFailure('ppt.entries', `the written presentation lacks ${name}`);
+    return data instanceof Uint8Array ? data : Uint8Array.from(data);
+  };
+  const stream = content(DOCUMENT_STREAM);
+  const user = parseCurrentUser(content(CURRENT_USER_STREAM));
+  const edit = readCurrentEdit(stream, user.offsetToCurrentEdit);
+  if (edit.edits !== 1) {
+    throw new VerifyFailure('ppt.single-edit', 'the written presentation has more than one edit');
+  }
+  const objectOffsets = new Set(edit.directory.values());
+  let objects = 0;
+  for (let offset = 0; offset < stream.length;) {
+    const record = readRecord(stream, offset, stream.length);
+    if (objectOffsets.has(offset)) {
+      if (
+        ![RT.document, RT.mainMaster, RT.slide, RT.notes, RT.handout].some(
+          (type) => type === record.recType,
+        )
+      ) {
+        throw new VerifyFailure(
+          'ppt.persist',
+          `a persist object at ${offset} is of type 0x${record.recType.toString(16)}`,
+        );
+      }
+      objects += 1;
+      walkRecords(stream, record, (inner) => {
+        const construct = activeConstructOf(stream, inner);
+        if (construct !== undefined) {
+          throw new VerifyFailure('ppt.active', `the written presentation holds ${construct}`);
+        }
+      });
+    } else if (record.recType !== RT.persistDirectoryAtom && record.recType !== RT.userEditAtom) {
+      throw new VerifyFailure('ppt.layout', `a record at ${offset} is no persist object`);
+    }
+    offset = record.end;
+  }
+  if (objects !== objectOffsets.size) {
+    throw new VerifyFailure('ppt.layout', 'a persist directory entry points inside another record');
+  }
+}

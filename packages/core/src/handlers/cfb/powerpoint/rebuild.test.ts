@@ -6,10 +6,13 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 
 import {
+  ACTIVE_CONTENT_SIGNATURES,
+  buildCompoundFile,
   buildOfficeDocument,
+  clamscanVerdicts,
   buildVbaProject,
   insertRecord,
   nextPersistId,
@@ -24,6 +27,7 @@ import {
   withHeaderToken,
   writePowerPoint,
 } from '@disarm/fixtures';
+import type { PowerPointModel } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { disarm } from '../../../disarm.ts';
@@ -32,6 +36,17 @@ const REPO = resolve(import.meta.dirname, '..', '..', '..', '..', '..', '..');
 const TEXTS = ['Quarterly numbers are up', 'Second slide speaks of costs'];
 /** Text an older edit holds and the current edit replaced: it must never reach the output. */
 const HIDDEN = 'HIDDEN-OLDER-EDIT-PAYLOAD';
+const PACKAGE_SCRIPT = 'CreateObject("WScript.Shell").Run "calc.exe"';
+const FILE_TARGET = 'file:///\\\\attacker.example\\share\\x.exe';
+/** ClamAV signatures for the PowerPoint records no heuristic of its own names. */
+const PPT_SIGNATURES = [
+  // [MS-PPT] 2.10.34 ExOleObjStg record header, compressed or not.
+  'Disarm.Ppt.ExOleObjStg:0:*:(00|10)001110',
+  // [MS-PPT] 2.13.14 InteractiveInfoAtom whose action runs a program.
+  'Disarm.Ppt.RunProgram:0:*:0000f30f10000000{8}02',
+  // The file target, UTF-16 as a CString holds it.
+  `Disarm.Ppt.FileHyperlink:0:*:${Buffer.from('file:///', 'utf16le').toString('hex')}`,
+].join('\n');
 
 let dir: string;
 let deck: Buffer;
@@ -134,33 +149,54 @@ function withVba(bytes: Uint8Array): Buffer {
   return writePowerPoint(model);
 }
 
-/** A full save of `deck` with an embedded OLE object (a Package holding a script) in its list. */
-function withEmbeddedObject(bytes: Uint8Array): Buffer {
+/** A full save of `bytes` with `child` in a new ExObjList of the document ([MS-PPT] 2.4.14). */
+function withExObject(bytes: Uint8Array, child: (model: PowerPointModel) => Buffer): Buffer {
   const model = readPowerPoint(bytes);
-  const id = nextPersistId(model);
-  model.objects.set(id, oleObjectStorage(buildVbaProject('Sub Payload()\r\nEnd Sub')));
-  const objectAtom = Buffer.alloc(24);
-  objectAtom.writeUInt32LE(1, 8);
-  objectAtom.writeUInt32LE(id, 16);
   const list = pptRecord(
     PPT_RECORD.exObjList,
-    Buffer.concat([
-      pptRecord(PPT_RECORD.exObjListAtom, Buffer.from([1, 0, 0, 0])),
-      pptRecord(
-        PPT_RECORD.exEmbed,
-        Buffer.concat([
-          pptRecord(PPT_RECORD.exEmbedAtom, Buffer.alloc(8)),
-          pptRecord(PPT_RECORD.exOleObjAtom, objectAtom, { instance: 1 }),
-          pptString('Package', 2),
-        ]),
-        { container: true },
-      ),
-    ]),
+    Buffer.concat([pptRecord(PPT_RECORD.exObjListAtom, Buffer.from([1, 0, 0, 0])), child(model)]),
     { container: true },
   );
   const doc = model.objects.get(model.docPersistIdRef) ?? Buffer.alloc(8);
   model.objects.set(model.docPersistIdRef, insertRecord(doc, [], list));
   return writePowerPoint(model);
+}
+
+/** An embedded OLE Package holding a script, as PowerPoint stores one: ExOleObjStg + container. */
+function withEmbeddedObject(bytes: Uint8Array): Buffer {
+  return withExObject(bytes, (model) => {
+    const id = nextPersistId(model);
+    const native = Buffer.from(`\u0000\u0000PAYLOAD.vbs\u0000${PACKAGE_SCRIPT}`);
+    model.objects.set(id, oleObjectStorage(buildCompoundFile({ '\u0001Ole10Native': native })));
+    // [MS-PPT] 2.10.12 ExOleObjAtom: drawAspect, type (0 embedded), exObjId, subType, persistIdRef.
+    const atom = Buffer.alloc(24);
+    atom.writeUInt32LE(1, 8);
+    atom.writeUInt32LE(id, 16);
+    return pptRecord(
+      PPT_RECORD.exEmbed,
+      Buffer.concat([
+        pptRecord(PPT_RECORD.exEmbedAtom, Buffer.alloc(8)),
+        pptRecord(PPT_RECORD.exOleObjAtom, atom, { instance: 1 }),
+        pptString('Package', 2),
+      ]),
+      { container: true },
+    );
+  });
+}
+
+/** A hyperlink to a file on a share ([MS-PPT] 2.10.x ExHyperlinkContainer). */
+function withFileHyperlink(bytes: Uint8Array): Buffer {
+  return withExObject(bytes, () =>
+    pptRecord(
+      PPT_RECORD.exHyperlink,
+      Buffer.concat([
+        pptRecord(PPT_RECORD.exHyperlinkAtom, Buffer.from([2, 0, 0, 0])),
+        pptString('report', 0),
+        pptString(FILE_TARGET, 1),
+      ]),
+      { container: true },
+    ),
+  );
 }
 
 /** A full save of `deck` whose last shape on the first slide runs a program when clicked. */
@@ -237,14 +273,39 @@ describe('PowerPoint 97-2003 rebuild', () => {
   }, 120_000);
 
   it.each([
-    ['a VBA project', withVba, /VBA project|ExOleObjStg/],
-    ['an embedded OLE object', withEmbeddedObject, /OLE object|ExOleObjStg/],
-    ['an action that runs a program', withRunProgram, /runs a program/],
-  ])('refuses %s as policy_violation naming it', async (_name, build, detail) => {
-    const outcome = await disarm({ bytes: build(deck), fileName: 'deck.ppt' });
-    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
-    expect(outcome.status === 'rejected' && outcome.detail).toMatch(detail);
-  });
+    ['a VBA project', withVba, 'vba-macro'],
+    ['an embedded OLE object', withEmbeddedObject, 'embedded-object'],
+    ['an action that runs a program', withRunProgram, 'vba-macro'],
+    ['a hyperlink to a file on a share', withFileHyperlink, 'external-relationship'],
+  ])(
+    'removes %s and keeps the slides',
+    async (_name, build, kind) => {
+      const input = build(deck);
+      const outcome = await disarm({ bytes: input, fileName: 'deck.ppt' });
+      if (outcome.status !== 'cleaned') throw new Error(outcome.detail);
+      expect(outcome.findings).toContainEqual({ kind, count: 1 });
+      const listing = olefileListing(outcome.bytes);
+      expect(listing.entries.map((entry) => entry.path).sort()).toEqual(
+        ['Current User', 'PowerPoint Document', 'Pictures'].filter((name) =>
+          listing.entries.some((entry) => entry.path === name),
+        ),
+      );
+      expect(listing.entries).toHaveLength(
+        listing.entries.filter((entry) => entry.kind === 'stream').length,
+      );
+      const folder = await mkdtemp(join(dir, 'clam-'));
+      await writeFile(join(folder, 'in.ppt'), input);
+      await writeFile(join(folder, 'out.ppt'), outcome.bytes);
+      const signatures = join(dir, `${basename(folder)}.ndb`);
+      await writeFile(signatures, `${ACTIVE_CONTENT_SIGNATURES}${PPT_SIGNATURES}\n`);
+      const verdicts = clamscanVerdicts(folder, signatures);
+      expect(verdicts['in.ppt']).toMatch(/^Disarm\.|Heuristics\.OLE2\.ContainsMacros/);
+      expect(verdicts['out.ppt']).toBe('OK');
+      const texts = await libreOfficeText({ 'in.ppt': input, 'out.ppt': outcome.bytes });
+      expect(texts['out.ppt']).toBe(texts['in.ppt']);
+    },
+    120_000,
+  );
 
   it('refuses an encrypted presentation as password_protected', async () => {
     const outcome = await disarm({

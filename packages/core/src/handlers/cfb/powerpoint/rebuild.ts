@@ -17,7 +17,7 @@ import {
   walkRecords,
 } from './records.ts';
 import type { PptRecord } from './records.ts';
-import { activeConstructOf } from './screen.ts';
+import { removalOf } from './screen.ts';
 
 const WHAT = 'the PowerPoint presentation';
 /** [MS-PPT] 2.1.1-2.1.3 stream names. */
@@ -58,6 +58,10 @@ const NOT_DELAYED = 0xffffffff;
 /** [MS-ODRAW] 2.2.23: OfficeArtBlip record types. */
 const FIRST_BLIP_TYPE = 0xf018;
 const LAST_BLIP_TYPE = 0xf117;
+/** [MS-PPT] 2.10.x ExOleObjAtom: its length, and the offsets of `exObjId` and `persistIdRef`. */
+const EX_OLE_OBJ_ATOM_BYTES = 24;
+const EX_OLE_ID_OFFSET = 8;
+const EX_OLE_PERSIST_OFFSET = 16;
 /** [MS-PPT] 2.3.2 CurrentUserAtom fixed values: `size`, `docFileVersion`, `majorVersion`. */
 const CURRENT_USER_SIZE = 0x14;
 const DOC_FILE_VERSION = 0x03f4;
@@ -123,16 +127,7 @@ function rebuild(input: DetectedFile, context: EngineContext): HandlerOutput {
   findings.add('hidden-data', edit.edits - 1);
   tallyDroppedEntries(root, findings);
 
-  const objects = liveObjects(stream, edit);
-  for (const object of objects) {
-    context.deadline.check();
-    walkRecords(stream, object.record, (record) => {
-      const construct = activeConstructOf(stream, record);
-      if (construct !== undefined) {
-        throw new Rejection('policy_violation', `${WHAT} holds ${construct}`);
-      }
-    });
-  }
+  const { objects, storages } = liveObjects(stream, edit);
   const pictures = streamNamed(root, PICTURES_STREAM)?.content ?? new Uint8Array(0);
   const { document, pictureStream } = relinkPictures(
     stream,
@@ -140,7 +135,26 @@ function rebuild(input: DetectedFile, context: EngineContext): HandlerOutput {
     edit.docPersistIdRef,
     pictures,
   );
-  const written = writeDocumentStream(stream, objects, edit, document);
+  // The document container, its BLIP store relinked, stands in for the one in the stream.
+  const sources = objects.map((object) =>
+    object.persistId === edit.docPersistIdRef
+      ? {
+          persistId: object.persistId,
+          bytes: document,
+          record: readRecord(document, 0, document.length),
+        }
+      : { persistId: object.persistId, bytes: stream, record: object.record },
+  );
+  const removed = removedObjects(sources, context);
+  // An ExOleObjStg no kept or removed container names is a payload stored for nothing.
+  findings.add('hidden-data', [...storages].filter((id) => !removed.storages.has(id)).length);
+  const written = writeDocumentStream(
+    sources.map((source) => ({
+      persistId: source.persistId,
+      bytes: rewriteRecord(source.bytes, source.record, removed.exObjIds, findings),
+    })),
+    edit,
+  );
   const children: CompoundStream[] = [
     {
       kind: 'stream',
@@ -215,8 +229,12 @@ function dictionaryNames(content: Uint8Array, offset: number): string[] {
  * The live persist objects in persist id order, each a whole record of a kind [MS-PPT] 2.1.2
  * allows, the document container among them.
  */
-function liveObjects(stream: Uint8Array, edit: CurrentEdit): PersistObject[] {
+function liveObjects(
+  stream: Uint8Array,
+  edit: CurrentEdit,
+): { objects: PersistObject[]; storages: Set<number> } {
   const objects: PersistObject[] = [];
+  const storages = new Set<number>();
   for (const [persistId, offset] of [...edit.directory].sort(([a], [b]) => a - b)) {
     const record = readRecord(stream, offset, stream.length);
     if (record.recType === RT.cryptSession10) {
@@ -226,10 +244,10 @@ function liveObjects(stream: Uint8Array, edit: CurrentEdit): PersistObject[] {
       );
     }
     if (record.recType === RT.externalOleObjectStg) {
-      throw new Rejection(
-        'policy_violation',
-        `${WHAT} holds an embedded OLE object, ActiveX control or VBA project storage (ExOleObjStg)`,
-      );
+      // [MS-PPT] 2.10.34: the storage of an OLE object, ActiveX control or VBA project; all
+      // three go with the containers that name them, so no storage is ever kept.
+      storages.add(persistId);
+      continue;
     }
     if (!PERSIST_OBJECT_TYPES.has(record.recType) || !isContainer(record)) {
       throw new Rejection(
@@ -243,7 +261,84 @@ function liveObjects(stream: Uint8Array, edit: CurrentEdit): PersistObject[] {
   if (document?.record.recType !== RT.document) {
     throw new Rejection('invalid_file', `${WHAT}'s current edit names no DocumentContainer`);
   }
-  return objects;
+  return { objects, storages };
+}
+
+/** A persist object to write, read from `bytes` (the stream, or a relinked copy). */
+interface ObjectSource {
+  readonly persistId: number;
+  readonly bytes: Uint8Array;
+  readonly record: PptRecord;
+}
+
+/**
+ * Walks every live object once, bounding depth and checking every container, and collects what
+ * the removed containers name: the `exObjId`s of removed OLE objects, controls and linked media
+ * ([MS-PPT] 2.10.x ExOleObjAtom, ExMediaAtom), whose shapes' ExObjRefAtoms go too, and the
+ * persist ids of ExOleObjStg storages a container names (VBAInfoAtom, ExOleObjAtom).
+ */
+function removedObjects(
+  sources: readonly ObjectSource[],
+  context: EngineContext,
+): { exObjIds: Set<number>; storages: Set<number> } {
+  const exObjIds = new Set<number>();
+  const storages = new Set<number>();
+  for (const { bytes, record } of sources) {
+    context.deadline.check();
+    walkRecords(bytes, record, (inner) => {
+      const size = inner.end - inner.body;
+      if (inner.recType === RT.vbaInfoAtom && size >= 4) storages.add(u32le(bytes, inner.body));
+      if (inner.recType === RT.exOleObjAtom && size >= EX_OLE_OBJ_ATOM_BYTES) {
+        storages.add(u32le(bytes, inner.body + EX_OLE_PERSIST_OFFSET));
+      }
+      if (removalOf(bytes, inner) === undefined || !isContainer(inner)) return;
+      for (const child of childrenOf(bytes, inner)) {
+        if (child.recType === RT.exOleObjAtom && child.end - child.body >= EX_OLE_OBJ_ATOM_BYTES) {
+          exObjIds.add(u32le(bytes, child.body + EX_OLE_ID_OFFSET));
+        }
+        if (child.recType === RT.exMediaAtom && child.end - child.body >= 4) {
+          exObjIds.add(u32le(bytes, child.body));
+        }
+      }
+    });
+  }
+  return { exObjIds, storages };
+}
+
+/**
+ * `record` written anew: atoms as they are, containers from their rewritten children, without
+ * the records {@link removalOf} removes (each counted) and the ExObjRefAtoms that name a removed
+ * object. Depth was bounded by {@link removedObjects}.
+ */
+function rewriteRecord(
+  bytes: Uint8Array,
+  record: PptRecord,
+  removedIds: ReadonlySet<number>,
+  findings: FindingTally,
+): Uint8Array {
+  if (!isContainer(record)) return bytes.subarray(record.offset, record.end);
+  const parts: Uint8Array[] = [bytes.slice(record.offset, record.body)];
+  let length = RECORD_HEADER_BYTES;
+  for (const child of childrenOf(bytes, record)) {
+    const removal = removalOf(bytes, child);
+    if (removal) {
+      findings.add(removal.kind);
+      continue;
+    }
+    if (
+      child.recType === RT.exObjRefAtom &&
+      child.end - child.body >= 4 &&
+      removedIds.has(u32le(bytes, child.body))
+    ) {
+      continue;
+    }
+    const part = rewriteRecord(bytes, child, removedIds, findings);
+    parts.push(part);
+    length += part.length;
+  }
+  const out = concat(parts, length);
+  new DataView(out.buffer).setUint32(4, length - RECORD_HEADER_BYTES, true);
+  return out;
 }
 
 /**
@@ -325,20 +420,14 @@ function blipStoreEntries(stream: Uint8Array, document: PptRecord): PptRecord[] 
  * PersistDirectoryAtom naming them and one UserEditAtom with no earlier edit ([MS-PPT] 2.3.3).
  */
 function writeDocumentStream(
-  stream: Uint8Array,
-  objects: readonly PersistObject[],
+  objects: readonly { readonly persistId: number; readonly bytes: Uint8Array }[],
   edit: CurrentEdit,
-  document: Uint8Array,
 ): { bytes: Uint8Array; userEditOffset: number } {
   const chunks: Uint8Array[] = [];
   const offsets = new Map<number, number>();
   let length = 0;
-  for (const object of objects) {
-    const bytes =
-      object.persistId === edit.docPersistIdRef
-        ? document
-        : stream.subarray(object.record.offset, object.record.end);
-    offsets.set(object.persistId, length);
+  for (const { persistId, bytes } of objects) {
+    offsets.set(persistId, length);
     chunks.push(bytes);
     length += bytes.length;
   }

@@ -4,7 +4,7 @@ import type { HandlerOutput } from '../../types.ts';
 import { VerifyFailure } from '../../types.ts';
 import { parseCurrentUser, readCurrentEdit } from './persist.ts';
 import { readRecord, RT, walkRecords } from './records.ts';
-import { activeConstructOf } from './screen.ts';
+import { removalOf } from './screen.ts';
 import { CURRENT_USER_STREAM, DOCUMENT_STREAM, PICTURES_STREAM } from './rebuild.ts';
 
 const KEPT_STREAMS: ReadonlySet<string> = new Set([
@@ -76,9 +76,9 @@ function check(bytes: Uint8Array): void {
       }
       objects += 1;
       walkRecords(stream, record, (inner) => {
-        const construct = activeConstructOf(stream, inner);
-        if (construct !== undefined) {
-          throw new VerifyFailure('ppt.active', `the written presentation holds ${construct}`);
+        const removal = removalOf(stream, inner);
+        if (removal !== undefined) {
+          throw new VerifyFailure('ppt.active', `the written presentation holds ${removal.what}`);
         }
       });
     } else if (record.recType !== RT.persistDirectoryAtom && record.recType !== RT.userEditAtom) {

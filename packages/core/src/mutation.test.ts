@@ -9,6 +9,7 @@ import {
   buildFdf,
   buildImage,
   buildOdt,
+  buildPowerPoint97,
   buildTextPdf,
   buildWordDocument,
   buildWorkbook,
@@ -59,6 +60,11 @@ const BASES: readonly Base[] = [
     name: 'an xlsb with a macro sheet and risky formulas',
     fileName: 'f.xlsb',
     bytes: () => buildBinaryWorkbook({ texts: ['a', 'b'], macroSheet: true, riskyFormulas: true }),
+  },
+  {
+    name: 'a ppt with a VBA project',
+    fileName: 'f.ppt',
+    bytes: () => Promise.resolve(buildPowerPoint97({ texts: ['a', 'b'], vba: 'Sub AutoOpen()' })),
   },
   {
     name: 'an odt with Basic and scripts',

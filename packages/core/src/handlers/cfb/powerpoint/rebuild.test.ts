@@ -23,6 +23,7 @@ import {
   pptString,
   readPowerPoint,
   recordBody,
+  seededRandom,
   withDocumentStream,
   withHeaderToken,
   writePowerPoint,
@@ -306,6 +307,30 @@ describe('PowerPoint 97-2003 rebuild', () => {
     },
     120_000,
   );
+
+  it('rebuilds or rejects every damage to the PowerPoint Document stream, never failing', async () => {
+    const base = withVba(deck);
+    const { stream } = readPowerPoint(base);
+    const random = seededRandom(stream.length);
+    const statuses = new Set<string>();
+    for (let round = 0; round < 60; round += 1) {
+      const damaged = Buffer.from(stream);
+      for (let flip = 0; flip < 1 + Math.floor(random() * 3); flip += 1) {
+        damaged[Math.floor(random() * damaged.length)] = Math.floor(random() * 256);
+      }
+      const outcome = await disarm({
+        bytes: withDocumentStream(base, damaged),
+        fileName: 'deck.ppt',
+      });
+      statuses.add(outcome.status);
+      if (outcome.status === 'cleaned') {
+        expect(
+          olefileListing(outcome.bytes).entries.every((entry) => entry.kind === 'stream'),
+        ).toBe(true);
+      }
+    }
+    expect([...statuses].sort()).toEqual(['cleaned', 'rejected']);
+  }, 120_000);
 
   it('refuses an encrypted presentation as password_protected', async () => {
     const outcome = await disarm({

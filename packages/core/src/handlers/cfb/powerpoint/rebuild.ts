@@ -30,6 +30,7 @@ const DROPPED_QUIETLY: ReadonlySet<string> = new Set([
   '\u0001CompObj',
   '\u0001Ole',
 ]);
+const WRITER_PLACEHOLDER = '\u0001Sh33tJ5';
 const DOCUMENT_SUMMARY = '\u0005DocumentSummaryInformation';
 /**
  * [MS-OLEPS] 2.21 PropertySetStream: `NumPropertySets` at 24; the second set (custom properties,
@@ -181,6 +182,10 @@ function tallyDroppedEntries(root: CompoundStorage, findings: FindingTally): voi
   for (const child of root.children) {
     if ([DOCUMENT_STREAM, CURRENT_USER_STREAM, PICTURES_STREAM].includes(child.name)) continue;
     if (DROPPED_QUIETLY.has(child.name)) continue;
+    // The 4-byte placeholder stream SheetJS's cfb writer adds to every file it writes.
+    if (child.name === WRITER_PLACEHOLDER && child.kind === 'stream' && child.content.length <= 4) {
+      continue;
+    }
     if (child.name === DOCUMENT_SUMMARY && child.kind === 'stream') {
       if (customPropertyCount(child.content) > 0) findings.add('document-metadata');
       continue;

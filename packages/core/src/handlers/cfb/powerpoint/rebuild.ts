@@ -57,8 +57,8 @@ const FBSE_FIXED_BYTES = 36;
 /** [MS-ODRAW] 2.2.32: `foDelay` of a BLIP that is not in the delay stream. */
 const NOT_DELAYED = 0xffffffff;
 /** [MS-ODRAW] 2.2.23: OfficeArtBlip record types. */
-const FIRST_BLIP_TYPE = 0xf018;
-const LAST_BLIP_TYPE = 0xf117;
+export const FIRST_BLIP_TYPE = 0xf018;
+export const LAST_BLIP_TYPE = 0xf117;
 /** [MS-PPT] 2.10.x ExOleObjAtom: its length, and the offsets of `exObjId` and `persistIdRef`. */
 const EX_OLE_OBJ_ATOM_BYTES = 24;
 const EX_OLE_ID_OFFSET = 8;

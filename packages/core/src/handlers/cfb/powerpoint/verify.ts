@@ -5,7 +5,13 @@ import { VerifyFailure } from '../../types.ts';
 import { parseCurrentUser, readCurrentEdit } from './persist.ts';
 import { readRecord, RT, walkRecords } from './records.ts';
 import { removalOf } from './screen.ts';
-import { CURRENT_USER_STREAM, DOCUMENT_STREAM, PICTURES_STREAM } from './rebuild.ts';
+import {
+  CURRENT_USER_STREAM,
+  DOCUMENT_STREAM,
+  FIRST_BLIP_TYPE,
+  LAST_BLIP_TYPE,
+  PICTURES_STREAM,
+} from './rebuild.ts';
 
 const KEPT_STREAMS: ReadonlySet<string> = new Set([
   CURRENT_USER_STREAM,
@@ -88,5 +94,20 @@ function check(bytes: Uint8Array): void {
   }
   if (objects !== objectOffsets.size) {
     throw new VerifyFailure('ppt.layout', 'a persist directory entry points inside another record');
+  }
+  if (file.topLevel.has(PICTURES_STREAM)) checkPictures(content(PICTURES_STREAM));
+}
+
+/** The `Pictures` stream is OfficeArtBlip records end to end ([MS-ODRAW] 2.2.23), nothing else. */
+function checkPictures(pictures: Uint8Array): void {
+  for (let offset = 0; offset < pictures.length;) {
+    const record = readRecord(pictures, offset, pictures.length);
+    if (record.recType < FIRST_BLIP_TYPE || record.recType > LAST_BLIP_TYPE) {
+      throw new VerifyFailure(
+        'ppt.pictures',
+        `the Pictures stream holds a record of type 0x${record.recType.toString(16)}`,
+      );
+    }
+    offset = record.end;
   }
 }

@@ -11,12 +11,14 @@ import { basename, join, resolve } from 'node:path';
 import {
   ACTIVE_CONTENT_SIGNATURES,
   buildCompoundFile,
+  buildImage,
   buildOfficeDocument,
   clamscanVerdicts,
   buildVbaProject,
   insertRecord,
   nextPersistId,
   oleObjectStorage,
+  pngBlip,
   olefileListing,
   PPT_RECORD,
   pptRecord,
@@ -330,6 +332,30 @@ describe('PowerPoint 97-2003 rebuild', () => {
       }
     }
     expect([...statuses].sort()).toEqual(['cleaned', 'rejected']);
+  }, 120_000);
+
+  it('rebuilds the pictures the picture store references and drops the others', async () => {
+    const model = readPowerPoint(deck);
+    const png = await buildImage('png', { width: 24, height: 24, exif: { Artist: HIDDEN } });
+    const { blip, entry } = pngBlip(png, 0);
+    // Bytes after the referenced picture that no entry names.
+    const pictures = Buffer.concat([blip, Buffer.from(`unreferenced ${HIDDEN}`)]);
+    const doc = model.objects.get(model.docPersistIdRef) ?? Buffer.alloc(8);
+    const store = [PPT_RECORD.drawingGroup, PPT_RECORD.officeArtDgg, PPT_RECORD.officeArtBStore];
+    model.objects.set(model.docPersistIdRef, insertRecord(doc, store, entry));
+    const input = writePowerPoint(model, { pictures });
+    const outcome = await disarm({ bytes: input, fileName: 'deck.ppt' });
+    if (outcome.status !== 'cleaned') throw new Error(outcome.detail);
+    expect(outcome.findings).toContainEqual(expect.objectContaining({ kind: 'image-metadata' }));
+    const kept = olefileListing(outcome.bytes).entries.find((item) => item.path === 'Pictures');
+    const stream = Buffer.from(kept?.hex ?? '', 'hex');
+    expect(stream.includes(Buffer.from(HIDDEN))).toBe(false);
+    // One PNG picture record, its size what the store entry says.
+    expect(stream.readUInt16LE(2)).toBe(0xf01e);
+    expect(stream.readUInt32LE(4) + 8).toBe(stream.length);
+    expect(stream.subarray(25, 33)).toEqual(png.subarray(0, 8));
+    const texts = await libreOfficeText({ 'in.ppt': input, 'out.ppt': outcome.bytes });
+    expect(texts['out.ppt']).toBe(texts['in.ppt']);
   }, 120_000);
 
   it('refuses an encrypted presentation as password_protected', async () => {

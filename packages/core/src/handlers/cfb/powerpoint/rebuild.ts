@@ -17,6 +17,8 @@ import {
   walkRecords,
 } from './records.ts';
 import type { PptRecord } from './records.ts';
+import { rebuildBlip } from './pictures.ts';
+import type { PictureRebuild } from './pictures.ts';
 import { removalOf } from './screen.ts';
 
 const WHAT = 'the PowerPoint presentation';
@@ -98,10 +100,10 @@ export function rebuildPowerPointBinary(
   input: DetectedFile,
   context: EngineContext,
 ): Promise<HandlerOutput> {
-  return Promise.resolve().then(() => rebuild(input, context));
+  return rebuild(input, context);
 }
 
-function rebuild(input: DetectedFile, context: EngineContext): HandlerOutput {
+async function rebuild(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
   const { root } = parseCompoundFile(input.bytes, {
     what: WHAT,
     maxBytes: context.limits.maxBytes,
@@ -130,11 +132,9 @@ function rebuild(input: DetectedFile, context: EngineContext): HandlerOutput {
 
   const { objects, storages } = liveObjects(stream, edit);
   const pictures = streamNamed(root, PICTURES_STREAM)?.content ?? new Uint8Array(0);
-  const { document, pictureStream } = relinkPictures(
-    stream,
-    objects,
-    edit.docPersistIdRef,
-    pictures,
+  const { document, pictureStream } = await relinkPictures(
+    { stream, objects, docPersistIdRef: edit.docPersistIdRef, pictures },
+    { input, context, findings },
   );
   // The document container, its BLIP store relinked, stands in for the one in the stream.
   const sources = objects.map((object) =>
@@ -348,19 +348,25 @@ function rewriteRecord(
 
 /**
  * A copy of the DocumentContainer whose BLIP store entries point into a new `Pictures` stream
- * ([MS-ODRAW] 2.2.32 `foDelay`) holding only the BLIPs they reference, each once, in order.
+ * ([MS-ODRAW] 2.2.32 `foDelay`, `size`) holding only the BLIPs they reference, each once, in
+ * order, each rebuilt (see {@link rebuildBlip}); an entry whose picture is refused names none.
  */
-function relinkPictures(
-  stream: Uint8Array,
-  objects: readonly PersistObject[],
-  docPersistIdRef: number,
-  pictures: Uint8Array,
-): { document: Uint8Array; pictureStream: Uint8Array } {
+async function relinkPictures(
+  from: {
+    readonly stream: Uint8Array;
+    readonly objects: readonly PersistObject[];
+    readonly docPersistIdRef: number;
+    readonly pictures: Uint8Array;
+  },
+  rebuild: PictureRebuild,
+): Promise<{ document: Uint8Array; pictureStream: Uint8Array }> {
+  const { stream, objects, docPersistIdRef, pictures } = from;
   const documentRecord = objects.find((object) => object.persistId === docPersistIdRef)?.record;
   if (!documentRecord) throw new TypeError('the document container was checked to be live');
   const document = stream.slice(documentRecord.offset, documentRecord.end);
+  const view = new DataView(document.buffer, document.byteOffset);
   const chunks: Uint8Array[] = [];
-  const moved = new Map<number, number>();
+  const moved = new Map<number, { offset: number; size: number }>();
   let length = 0;
   for (const entry of blipStoreEntries(stream, documentRecord)) {
     const size = u32le(stream, entry.body + FBSE_SIZE_OFFSET);
@@ -368,6 +374,7 @@ function relinkPictures(
     if (delay === NOT_DELAYED || size === 0) continue;
     let target = moved.get(delay);
     if (target === undefined) {
+      rebuild.context.deadline.check();
       const blip = readRecord(pictures, delay, pictures.length);
       if (
         blip.recType < FIRST_BLIP_TYPE ||
@@ -379,16 +386,19 @@ function relinkPictures(
           `${WHAT}'s picture at offset ${delay} of the Pictures stream is not the picture its BLIP store entry describes`,
         );
       }
-      target = length;
+      const rebuilt = await rebuildBlip(pictures, blip, moved.size, rebuild);
+      target = rebuilt
+        ? { offset: length, size: rebuilt.length }
+        : { offset: NOT_DELAYED, size: 0 };
       moved.set(delay, target);
-      chunks.push(pictures.subarray(blip.offset, blip.end));
-      length += size;
+      if (rebuilt) {
+        chunks.push(rebuilt);
+        length += rebuilt.length;
+      }
     }
-    new DataView(document.buffer, document.byteOffset).setUint32(
-      entry.body + FBSE_DELAY_OFFSET - documentRecord.offset,
-      target,
-      true,
-    );
+    const at = entry.body - documentRecord.offset;
+    view.setUint32(at + FBSE_SIZE_OFFSET, target.size, true);
+    view.setUint32(at + FBSE_DELAY_OFFSET, target.offset, true);
   }
   return { document, pictureStream: concat(chunks, length) };
 }

@@ -66,7 +66,8 @@ export async function rebuildBlip(
     refuse(rebuild);
     return undefined;
   }
-  const head = pictures.slice(blip.body, blip.body + prefix);
+  // A copy: the stream may be a view of the caller's bytes (a Buffer's slice is not a copy).
+  const head = Uint8Array.from(pictures.subarray(blip.body, blip.body + prefix));
   const data = pictures.subarray(blip.body + prefix, blip.end);
   try {
     let body: Uint8Array;

@@ -344,7 +344,10 @@ describe('PowerPoint 97-2003 rebuild', () => {
     const store = [PPT_RECORD.drawingGroup, PPT_RECORD.officeArtDgg, PPT_RECORD.officeArtBStore];
     model.objects.set(model.docPersistIdRef, insertRecord(doc, store, entry));
     const input = writePowerPoint(model, { pictures });
+    const submitted = Buffer.from(input);
     const outcome = await disarm({ bytes: input, fileName: 'deck.ppt' });
+    // The caller's bytes are read, never written: the same file again gives the same result.
+    expect(Buffer.compare(input, submitted)).toBe(0);
     if (outcome.status !== 'cleaned') throw new Error(outcome.detail);
     expect(outcome.findings).toContainEqual(expect.objectContaining({ kind: 'image-metadata' }));
     const kept = olefileListing(outcome.bytes).entries.find((item) => item.path === 'Pictures');

@@ -322,7 +322,7 @@ function rewriteRecord(
   findings: FindingTally,
 ): Uint8Array {
   if (!isContainer(record)) return bytes.subarray(record.offset, record.end);
-  const parts: Uint8Array[] = [bytes.slice(record.offset, record.body)];
+  const parts: Uint8Array[] = [bytes.subarray(record.offset, record.body)];
   let length = RECORD_HEADER_BYTES;
   for (const child of childrenOf(bytes, record)) {
     const removal = removalOf(bytes, child);
@@ -363,7 +363,8 @@ async function relinkPictures(
   const { stream, objects, docPersistIdRef, pictures } = from;
   const documentRecord = objects.find((object) => object.persistId === docPersistIdRef)?.record;
   if (!documentRecord) throw new TypeError('the document container was checked to be live');
-  const document = stream.slice(documentRecord.offset, documentRecord.end);
+  // A copy to patch: the stream may be a view of the caller's bytes, and a Buffer's slice is one.
+  const document = Uint8Array.from(stream.subarray(documentRecord.offset, documentRecord.end));
   const view = new DataView(document.buffer, document.byteOffset);
   const chunks: Uint8Array[] = [];
   const moved = new Map<number, { offset: number; size: number }>();

@@ -10,6 +10,7 @@ import {
   buildFdf,
   buildImage,
   buildOdt,
+  buildPowerPoint97,
   buildTextPdf,
   buildWordBinary,
   rtfField,
@@ -93,6 +94,11 @@ const BASES: readonly Base[] = [
           ],
         }),
       ),
+  },
+  {
+    name: 'a ppt with a VBA project',
+    fileName: 'f.ppt',
+    bytes: () => Promise.resolve(buildPowerPoint97({ texts: ['a', 'b'], vba: 'Sub AutoOpen()' })),
   },
   {
     name: 'an odt with Basic and scripts',

@@ -3,7 +3,7 @@
  * and event listeners, macro and script URLs, embedded objects, DDE, linked sections, and
  * metadata beyond plain text values.
  */
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { isSafeHyperlink } from '../office/package-zip.ts';
 import { classifyField } from '../ooxml/content.ts';
 import {
   DROP,

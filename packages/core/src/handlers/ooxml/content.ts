@@ -3,7 +3,7 @@
  * formulas and defined names that call out, OLE and ActiveX anchors, macro actions, references
  * to relationships that were dropped, and document properties beyond plain text.
  */
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { isSafeHyperlink } from '../office/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import {
   DROP,

@@ -5,17 +5,16 @@ import {
   prepareChecksFor,
   rebuildPackageImage,
   withOfficePackage,
-} from '../../_internal/package-zip.ts';
-import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
-import { checkedWhileWritten } from '../../_internal/part-checks.ts';
-import type { PartCheckResult } from '../../_internal/part-checks.ts';
+} from '../office/package-zip.ts';
+import type { OfficePackage, PackageMember } from '../office/package-zip.ts';
+import { checkedWhileWritten } from '../office/part-checks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
 import type { FindingPlace } from '../../findings.ts';
-import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import type { DetectedFile, EngineContext, HandlerOutput, PartCheckResult } from '../types.ts';
 import { isWorkbookType, pivotCacheRefusal, rewritePart, sheetNamesById } from './content.ts';
 import {
   contentTypeOf,

@@ -7,12 +7,12 @@
  * the package, so the check collects the package paths the stream links and verify holds them to
  * the members afterwards.
  */
-import { isSafeHyperlink } from '../office/package-zip.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
 import { checkWhole, WalkedPartCheck } from '../office/part-checks.ts';
 import type { PartReport } from '../office/part-checks.ts';
 import type { XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
-import { classifyField } from '../ooxml/content.ts';
+import { classifyField } from '../office/fields.ts';
 import {
   anchoredFolder,
   fieldCode,

@@ -220,11 +220,6 @@ async function checkNoOverlap(
 /** Fixed member time of every rebuilt package, so the same input gives the same bytes. */
 export const PACKAGE_TIME = new Date(Date.UTC(1980, 0, 1, 0, 0, 0));
 
-/** Whether a URL may stay as a hyperlink: http, https or mailto only. */
-export function isSafeHyperlink(target: string): boolean {
-  return /^(https?:\/\/|mailto:)/i.test(target.trim()) && !/[\p{Cc}\s]/u.test(target.trim());
-}
-
 /**
  * A picture of a package through the whole engine (scan, detect, the image handler, its verify),
  * its findings added to the package's; a metafile (`.emf`, `.wmf`, not a file type of its own)

@@ -3,7 +3,6 @@
  * formulas and defined names that call out, OLE and ActiveX anchors, macro actions, references
  * to relationships that were dropped, and document properties beyond plain text.
  */
-import { isSafeHyperlink } from '../office/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import {
   DROP,
@@ -21,6 +20,9 @@ import type {
   XmlElementNode,
 } from '../../_internal/xml-rewrite.ts';
 import type { FindingKind, FindingTally } from '../../findings.ts';
+import { classifyField, macroButtonText } from '../office/fields.ts';
+import { AUTO_RUN_NAME, CALLING_FUNCTIONS, classifyFormula } from '../office/formulas.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
 
 export const NS = {
   w: 'http://schemas.openxmlformats.org/wordprocessingml/2006/main',
@@ -61,117 +63,6 @@ export const RULE_FORMULAS: ReadonlyMap<string, readonly string[]> = new Map([
   [`${NS.s} totalsRowFormula`, []],
   [`${NS.xm} f`, [`${NS.x14} cfRule`, `${NS.x14} dataValidation`]],
 ]);
-
-/**
- * Word field codes (ECMA-376 Part 1 §17.16.5) that only compute from the document itself. Any
- * other field is replaced by its last displayed result: DDE/DDEAUTO run programs, INCLUDETEXT,
- * INCLUDEPICTURE, IMPORT, LINK, RD and DATABASE fetch from outside, MACROBUTTON runs a macro.
- */
-const SAFE_FIELDS = new Set([
-  'PAGE', 'NUMPAGES', 'SECTIONPAGES', 'SECTION', 'DATE', 'TIME', 'CREATEDATE', 'SAVEDATE',
-  'PRINTDATE', 'EDITTIME', 'TOC', 'TOA', 'TA', 'TC', 'XE', 'INDEX', 'REF', 'PAGEREF', 'NOTEREF',
-  'STYLEREF', 'SEQ', 'LISTNUM', 'AUTONUM', 'AUTONUMLGL', 'AUTONUMOUT', 'BIDIOUTLINE', 'SYMBOL',
-  'EQ', 'ADVANCE', 'FORMTEXT', 'FORMCHECKBOX', 'FORMDROPDOWN', 'AUTHOR', 'TITLE', 'SUBJECT',
-  'KEYWORDS', 'COMMENTS', 'LASTSAVEDBY', 'NUMWORDS', 'NUMCHARS', 'FILESIZE', 'DOCPROPERTY',
-  'DOCVARIABLE', 'TEMPLATE', 'FILENAME', 'USERNAME', 'USERINITIALS', 'USERADDRESS', 'INFO',
-  'REVNUM', 'MERGEFIELD', 'MERGEREC', 'MERGESEQ', 'NEXT', 'NEXTIF', 'SKIPIF', 'IF', 'COMPARE',
-  'SET', 'QUOTE', 'GREETINGLINE', 'ADDRESSBLOCK', 'BIBLIOGRAPHY', 'CITATION', 'GOTOBUTTON',
-  'PRIVATE', 'BARCODE', 'DISPLAYBARCODE', '=',
-]); // prettier-ignore
-
-const FIELD_KINDS: Readonly<Record<string, FindingKind>> = {
-  DDE: 'dde-link',
-  DDEAUTO: 'dde-link',
-  INCLUDETEXT: 'external-relationship',
-  INCLUDEPICTURE: 'external-relationship',
-  INCLUDE: 'external-relationship',
-  IMPORT: 'external-relationship',
-  LINK: 'external-relationship',
-  RD: 'external-relationship',
-  DATABASE: 'data-connection',
-  MACROBUTTON: 'vba-macro',
-  HYPERLINK: 'external-relationship',
-};
-
-/**
- * The finding a field instruction is removed as, or `undefined` when it may stay. HYPERLINK
- * stays only for an http, https or mailto target or a bookmark (`\l`).
- */
-export function classifyField(instruction: string): FindingKind | undefined {
-  const trimmed = instruction.trim();
-  const keyword = (/^(=|[A-Za-z]+)/.exec(trimmed)?.[1] ?? '').toUpperCase();
-  if (keyword === '') return trimmed === '' ? undefined : 'hidden-data';
-  if (SAFE_FIELDS.has(keyword)) return undefined;
-  if (keyword === 'HYPERLINK') {
-    const argument = trimmed.slice(keyword.length).trim();
-    if (/^\\l\b/i.test(argument)) return undefined;
-    const target = argument.startsWith('"')
-      ? argument.slice(1, argument.indexOf('"', 1))
-      : argument;
-    if (isSafeHyperlink(target.split(/\s/)[0] ?? '')) return undefined;
-  }
-  return FIELD_KINDS[keyword] ?? 'hidden-data';
-}
-
-/**
- * Functions that call into DLLs or XLM, or fetch from outside ([MS-XLSX], Excel 4.0 macros;
- * `IMAGE`, Excel 2022, loads a picture from the URL it is given whenever the sheet calculates).
- */
-const CALLING_FUNCTIONS =
-  /(?:^|[^A-Za-z0-9_.])(?:_xlfn\.)?(CALL|REGISTER|REGISTER\.ID|EXEC|FOPEN|FWRITE|FWRITELN|FREAD|FREADLN|RUN|HALT|WEBSERVICE|IMAGE|RTD|SQL\.REQUEST|IMPORTXML)\s*\(/i;
-/** Of {@link CALLING_FUNCTIONS}, those that fetch (the rest run code). */
-const FETCHING_FUNCTIONS = new Set(['WEBSERVICE', 'IMAGE', 'RTD', 'SQL.REQUEST', 'IMPORTXML']);
-
-/**
- * The finding an Excel formula is removed as (its cached value stays), or `undefined`. DDE is
- * written `app|topic!item`: a `|` outside string literals; external workbooks are `[n]` indexes
- * into the external links, which are dropped.
- */
-export function classifyFormula(formula: string): FindingKind | undefined {
-  const code = formula.replace(/"(?:[^"]|"")*"/g, '""');
-  if (code.includes('|')) return 'dde-link';
-  const call = CALLING_FUNCTIONS.exec(code)?.[1]?.toUpperCase();
-  if (call !== undefined && FETCHING_FUNCTIONS.has(call)) return 'external-relationship';
-  if (call !== undefined) return 'xlm-macro';
-  if (/(?:^|[^A-Za-z0-9_.\]])'?\[\d+\]/.test(code)) return 'external-relationship';
-  if (refusedHyperlink(formula)) return 'external-relationship';
-  return undefined;
-}
-
-/** String literals and `HYPERLINK(` calls with the literal they start with, if any. */
-const HYPERLINK_CALLS = /"(?:[^"]|"")*"|(?<![A-Za-z0-9_.])HYPERLINK\s*\(\s*("(?:[^"]|"")*")?/gi;
-
-/**
- * Whether a `HYPERLINK()` call's target, written in the formula, is one a hyperlink relationship
- * could not keep: anything but http, https, mailto or a place in the workbook (`#Sheet2!A1`) —
- * `file:` and UNC paths hand the user's credentials to whoever serves them. A target computed
- * from cells is the cells' text, which a click follows as it would a URL typed in a cell.
- */
-function refusedHyperlink(formula: string): boolean {
-  for (const match of formula.matchAll(HYPERLINK_CALLS)) {
-    const literal = match[1];
-    if (match[0].startsWith('"') || literal === undefined) continue;
-    if (isRefusedHyperlinkTarget(literal.slice(1, -1).replace(/""/g, '"'))) return true;
-  }
-  return false;
-}
-
-/**
- * Whether a `HYPERLINK()` target written in a formula (XML or binary) goes where a hyperlink
- * relationship could not: anything but http, https, mailto or a place in the workbook.
- */
-export function isRefusedHyperlinkTarget(target: string): boolean {
-  return !target.startsWith('#') && !isSafeHyperlink(target);
-}
-
-/**
- * Excel runs these defined names on open, close, activate or deactivate ("Auto_Open",
- * "Auto_Open2", …; [MS-XLS] 2.5.114 built-in names 0x01-0x02 and 0x0A-0x0B). LibreOffice writes
- * the built-in ones it read from a .xls as `Excel_BuiltIn_Auto_Open` or `_xlnm_Auto_Open`, and
- * turns them back into built-in names when the workbook is saved as .xls again.
- */
-export const AUTO_RUN_NAME =
-  /^(?:_xlnm[._]|Excel_BuiltIn_)?auto_(?:open|close|activate|deactivate)/i;
 
 /** The finding a `<definedName>` is removed as, or `undefined`. */
 export function classifyDefinedName(
@@ -760,16 +651,6 @@ interface OpenField {
   inInstruction: boolean;
   /** Index of its first `instrText`, where a button's display text goes. */
   firstInstruction: number | undefined;
-}
-
-/**
- * The text a `MACROBUTTON` field shows (ECMA-376 Part 1 §17.16.5, MACROBUTTON: the field's
- * display text follows the macro name in the instruction; the field has no result of its own), or
- * `undefined` for another field. Templates write their "[Click here and type]" prompts so.
- */
-export function macroButtonText(instruction: string): string | undefined {
-  const match = /^\s*MACROBUTTON\s+\S+\s*([\s\S]*)$/i.exec(instruction);
-  return match?.[1] === undefined || match[1] === '' ? undefined : match[1];
 }
 
 /** First walk: element indexes to drop whose fate depends on text or descendants. */

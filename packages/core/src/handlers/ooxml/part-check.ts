@@ -11,14 +11,9 @@ import { checkWhole, WalkedPartCheck } from '../office/part-checks.ts';
 import type { PartReport } from '../office/part-checks.ts';
 import type { XmlAttributeNode, XmlElementNode, XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
-import {
-  attribute,
-  classifyDefinedName,
-  classifyField,
-  classifyFormula,
-  NS,
-  RULE_FORMULAS,
-} from './content.ts';
+import { classifyField } from '../office/fields.ts';
+import { classifyFormula } from '../office/formulas.ts';
+import { attribute, classifyDefinedName, NS, RULE_FORMULAS } from './content.ts';
 
 /** Elements no rebuilt part may hold. */
 const FORBIDDEN = new Set([

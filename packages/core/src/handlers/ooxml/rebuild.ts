@@ -1,6 +1,6 @@
 import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
 import {
-  isSafeHyperlink,
   PACKAGE_TIME,
   prepareChecksFor,
   rebuildPackageImage,

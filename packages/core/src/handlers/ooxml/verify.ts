@@ -1,4 +1,4 @@
-import { isSafeHyperlink } from '../office/package-zip.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { verdictOn } from '../office/part-checks.ts';
 import { matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';

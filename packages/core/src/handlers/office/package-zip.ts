@@ -11,7 +11,8 @@ import {
 import type { ZipListing, ZipMember } from '../../_internal/zip-reader.ts';
 import type { FindingTally } from '../../findings.ts';
 import { extensionOf } from '../../formats.ts';
-import { assertExpansionRatio, formatBytes } from '../../limits.ts';
+import { formatBytes } from '../../_internal/bytes.ts';
+import { assertExpansionRatio } from '../../limits.ts';
 import { metafileKindOf, rebuildMetafile } from '../image/metafile/metafile.ts';
 import type { DetectedFile, EngineContext, FileInput } from '../types.ts';
 import { preparePartChecks } from './part-checks.ts';

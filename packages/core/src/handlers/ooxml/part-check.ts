@@ -13,7 +13,8 @@ import type { XmlAttributeNode, XmlElementNode, XmlWalker } from '../../_interna
 import { VerifyFailure } from '../types.ts';
 import { classifyField } from '../office/fields.ts';
 import { classifyFormula } from '../office/formulas.ts';
-import { attribute, classifyDefinedName, NS, RULE_FORMULAS } from './content.ts';
+import { classifyDefinedName, RULE_FORMULAS } from './content.ts';
+import { attribute, NS } from './namespaces.ts';
 
 /** Elements no rebuilt part may hold. */
 const FORBIDDEN = new Set([

@@ -15,7 +15,9 @@ import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
 import type { FindingPlace } from '../../findings.ts';
 import type { DetectedFile, EngineContext, HandlerOutput, PartCheckResult } from '../types.ts';
-import { isWorkbookType, pivotCacheRefusal, rewritePart, sheetNamesById } from './content.ts';
+import { rewritePart } from './content.ts';
+import { pivotCacheRefusal } from './pivot-cache.ts';
+import { isWorkbookType, sheetNamesById } from './workbook-sheets.ts';
 import {
   contentTypeOf,
   memberOf,

@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsdown';
 
 export default defineConfig({
-  // The part-check worker is started by file, beside the bundle (see _internal/part-checks.ts).
+  // The part-check worker is started by file, beside the bundle
+  // (see src/handlers/office/part-checks.ts).
   entry: ['src/index.ts', 'src/check-worker.ts'],
   format: 'esm',
   platform: 'node',

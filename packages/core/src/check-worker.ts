@@ -1,6 +1,6 @@
 /**
  * Entry of a part-check worker thread: checks written parts chunk by chunk while the main thread
- * writes them (see `_internal/part-checks.ts`). Started by the engine, never by hand.
+ * writes them (see `handlers/office/part-checks.ts`). Started by the engine, never by hand.
  */
 import { createHash } from 'node:crypto';
 import type { Hash } from 'node:crypto';
@@ -12,7 +12,7 @@ import type {
   PartCheckKind,
   PartCheckReply,
   PartCheckRequest,
-} from './_internal/part-checks.ts';
+} from './handlers/office/part-checks.ts';
 import { OdfStreamCheck } from './handlers/odf/part-check.ts';
 import { XmlPartCheck } from './handlers/ooxml/part-check.ts';
 import { VerifyFailure } from './handlers/types.ts';

@@ -1,4 +1,5 @@
 import { DisarmError } from './errors.ts';
+import { formatBytes } from './_internal/bytes.ts';
 import { Rejection } from './_internal/rejection.ts';
 
 /**
@@ -228,16 +229,4 @@ export function entryLimitRejection(maxEntries: number, counted: number): Reject
     'policy_violation',
     `the archive holds at least ${counted} entries, counting nested archives; the limit is ${maxEntries}`,
   );
-}
-
-/** `1536` -> `1.5 KiB`: sizes in details and logs. */
-export function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return unit === 0 ? `${bytes} bytes` : `${Number(value.toFixed(1))} ${units[unit] ?? ''}`;
 }

@@ -67,3 +67,15 @@ export function asBuffer(bytes: Uint8Array): Buffer {
 export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
+
+/** `1536` -> `1.5 KiB`: sizes in details and logs. */
+export function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} bytes` : `${Number(value.toFixed(1))} ${units[unit] ?? ''}`;
+}

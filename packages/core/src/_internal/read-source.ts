@@ -2,7 +2,7 @@ import { open, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 
-import { formatBytes } from '../limits.ts';
+import { formatBytes } from './bytes.ts';
 import { Rejection } from './rejection.ts';
 
 /** Where `disarm()` reads the submitted file from. */

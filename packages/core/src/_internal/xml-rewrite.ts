@@ -1,7 +1,6 @@
 import { SaxesParser } from 'saxes';
 import type { SaxesTagNS } from 'saxes';
 
-import type { Deadline } from '../limits.ts';
 import { Rejection } from './rejection.ts';
 import { transitional } from './strict-ooxml.ts';
 import { MAX_XML_ELEMENTS, XmlReader } from './xml-reader.ts';
@@ -57,8 +56,11 @@ export const nextTurn: Pace = () =>
     setImmediate(resolve);
   });
 
-/** A pace that gives the event loop a turn and then checks the file's deadline (which may throw). */
-export function paceWith(deadline: Pick<Deadline, 'check'>): Pace {
+/**
+ * A pace that gives the event loop a turn and then checks the file's deadline (the engine's
+ * `Deadline`, whose `check` throws once the time is spent).
+ */
+export function paceWith(deadline: { check(): void }): Pace {
   return async () => {
     await nextTurn();
     deadline.check();

@@ -1,7 +1,6 @@
 import type { Finding } from '../findings.ts';
 import type { FormatFamily, FormatRow } from '../formats.ts';
 import type { DecodeGate } from '../_internal/concurrency.ts';
-import type { PartCheckResult } from '../_internal/part-checks.ts';
 import type { Deadline, EntryBudget, ExpansionBudget, Limits } from '../limits.ts';
 import type { Policy } from '../policy.ts';
 import type { Scanner } from '../scan/scanner.ts';
@@ -39,11 +38,25 @@ export interface HandlerOutput {
   readonly manifest?: OutputManifest;
   /**
    * Verdicts of check workers on parts of the output, by lower-cased member name, reached while
-   * the parts were written (see `_internal/part-checks.ts`). The family's verify accepts one only
+   * the parts were written (see `handlers/office/part-checks.ts`). The family's verify accepts one only
    * for the very bytes it was reached on, and checks a part itself where there is none.
    */
   readonly checkedParts?: ReadonlyMap<string, Promise<PartCheckResult>>;
 }
+
+/**
+ * A check worker's verdict on one written part's bytes (see {@link HandlerOutput.checkedParts}).
+ * `references` is what the part names that only the package can resolve: OOXML relationship id ->
+ * the first element naming it; ODF package path -> the first link to it, as written.
+ */
+export type PartCheckResult =
+  | {
+      readonly status: 'checked';
+      readonly size: number;
+      readonly sha256: string;
+      readonly references: ReadonlyMap<string, string>;
+    }
+  | { readonly status: 'failed'; readonly check: string; readonly message: string };
 
 /** What a rebuilt container holds, as the rebuild decided it (see {@link HandlerOutput}). */
 export interface OutputManifest {

@@ -1,14 +1,14 @@
 import { promisify } from 'node:util';
 import { gunzip, inflateRaw } from 'node:zlib';
 
-import { asBuffer } from '../../_internal/bytes.ts';
+import { asBuffer, formatBytes } from '../../_internal/bytes.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { COMPRESSION_DEFLATED, COMPRESSION_STORED } from '../../_internal/zip-reader.ts';
 import { walkZip } from '../../_internal/zip-walk.ts';
 import { sniff } from '../../detect/sniff.ts';
 import { isDisarmError } from '../../errors.ts';
 import { formatForFileName } from '../../formats.ts';
-import { entryLimitRejection, formatBytes } from '../../limits.ts';
+import { entryLimitRejection } from '../../limits.ts';
 import type { DetectedFile, EngineContext } from '../types.ts';
 
 const gunzipAsync = promisify(gunzip);

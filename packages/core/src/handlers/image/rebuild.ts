@@ -6,7 +6,7 @@ import type { Metadata, Sharp } from 'sharp';
 import { Rejection } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
 import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
-import { formatBytes } from '../../limits.ts';
+import { formatBytes } from '../../_internal/bytes.ts';
 import { decodeBmp } from './bmp/decode.ts';
 import { encodeBmp } from './bmp/encode.ts';
 import type { BmpImage } from './bmp/types.ts';

@@ -3,8 +3,8 @@
  * and event listeners, macro and script URLs, embedded objects, DDE, linked sections, and
  * metadata beyond plain text values.
  */
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
-import { classifyField } from '../ooxml/content.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
+import { classifyField } from '../office/fields.ts';
 import {
   DROP,
   KEEP,

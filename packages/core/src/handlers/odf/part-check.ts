@@ -3,16 +3,16 @@
  * without a DTD and holds no script, event listener, embedded object, DDE or script URL, and links
  * nothing outside the package but web and mail hyperlinks. It reads a stream in chunks, so it runs
  * on the main thread over a stream read back from the written package, or in a check worker while
- * the stream is written (see `_internal/part-checks.ts`). Which members exist is known only from
+ * the stream is written (see `office/part-checks.ts`). Which members exist is known only from
  * the package, so the check collects the package paths the stream links and verify holds them to
  * the members afterwards.
  */
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
-import { checkWhole, WalkedPartCheck } from '../../_internal/part-checks.ts';
-import type { PartReport } from '../../_internal/part-checks.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
+import { checkWhole, WalkedPartCheck } from '../office/part-checks.ts';
+import type { PartReport } from '../office/part-checks.ts';
 import type { XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
-import { classifyField } from '../ooxml/content.ts';
+import { classifyField } from '../office/fields.ts';
 import {
   anchoredFolder,
   fieldCode,

@@ -4,12 +4,11 @@ import {
   prepareChecksFor,
   rebuildPackageImage,
   withOfficePackage,
-} from '../../_internal/package-zip.ts';
-import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
+} from '../office/package-zip.ts';
+import type { OfficePackage, PackageMember } from '../office/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { paceWith, walkXml } from '../../_internal/xml-rewrite.ts';
-import { checkedWhileWritten } from '../../_internal/part-checks.ts';
-import type { PartCheckResult } from '../../_internal/part-checks.ts';
+import { checkedWhileWritten } from '../office/part-checks.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { sniff } from '../../detect/sniff.ts';
@@ -17,7 +16,7 @@ import { DisarmError } from '../../errors.ts';
 import { extensionOf } from '../../formats.ts';
 import { FindingTally } from '../../findings.ts';
 import { metafileKindOf, metafileKindOfBytes } from '../image/metafile/metafile.ts';
-import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import type { DetectedFile, EngineContext, HandlerOutput, PartCheckResult } from '../types.ts';
 import { ODF_NS, rewriteOdfStream } from './content.ts';
 import { readOdfSettings, settingsXml } from './settings.ts';
 import type { SettingsItem } from './settings.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { checkWhole, WalkedPartCheck } from '../../_internal/part-checks.ts';
+import { checkWhole, WalkedPartCheck } from '../office/part-checks.ts';
 import { settingsWalker, settingsXml } from './settings.ts';
 import type { SettingsItem } from './settings.ts';
 

@@ -1,7 +1,7 @@
 import { buildEmf, buildImage } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
-import { PACKAGE_TIME } from '../../_internal/package-zip.ts';
+import { PACKAGE_TIME } from '../office/package-zip.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
 import { DEFAULT_LIMITS } from '../../limits.ts';

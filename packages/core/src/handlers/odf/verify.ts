@@ -1,4 +1,4 @@
-import { checkWhole, verdictOn, WalkedPartCheck } from '../../_internal/part-checks.ts';
+import { checkWhole, verdictOn, WalkedPartCheck } from '../office/part-checks.ts';
 import { COMPRESSION_STORED, matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import { checkMetafile, metafileKindOf } from '../image/metafile/metafile.ts';
 import { assertPixelsOnly } from '../image/verify.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { classifyFormula, mayHoldRefusedField } from './content.ts';
+import { mayHoldRefusedField } from './content.ts';
 
 const instruction = (text: string, element = 'w:instrText'): string =>
   `<w:r><${element} xml:space="preserve">${text}</${element}></w:r>`;
@@ -36,40 +36,5 @@ describe('mayHoldRefusedField (whether a part needs the first walk for its field
     expect(mayHoldRefusedField('<w:instrText> PAGE <!-- x --> </w:instrText>')).toBe(true);
     // Never closed.
     expect(mayHoldRefusedField('<w:instrText> PAGE ')).toBe(true);
-  });
-});
-
-describe('classifyFormula', () => {
-  it('refuses formulas that fetch, IMAGE among them, and keeps those that only compute', () => {
-    expect(classifyFormula('_xlfn.IMAGE("https://attacker.example/t.png",,1)')).toBe(
-      'external-relationship',
-    );
-    expect(classifyFormula('IMAGE(A1)')).toBe('external-relationship');
-    expect(classifyFormula('_xlfn.WEBSERVICE("http://x/")')).toBe('external-relationship');
-    expect(classifyFormula('EXEC("calc")')).toBe('xlm-macro');
-    // Names that only end or start like one, and the word in a string, are not calls.
-    expect(classifyFormula('MYIMAGE(A1)+IMAGES!A1')).toBeUndefined();
-    expect(classifyFormula('"IMAGE(x)"&A1')).toBeUndefined();
-    expect(classifyFormula('_xlfn.TEXTJOIN(",",TRUE,A1:A3)')).toBeUndefined();
-  });
-
-  it('refuses a HYPERLINK whose written target a hyperlink relationship could not keep', () => {
-    for (const unsafe of [
-      'HYPERLINK("file:///\\\\attacker\\share\\x.exe","Report")',
-      'HYPERLINK( "\\\\attacker\\share" )',
-      'IF(A1,HYPERLINK("ms-msdt:/id PCWDiagnostic"),0)',
-      'HYPERLINK("report.xlsx")',
-    ]) {
-      expect(classifyFormula(unsafe), unsafe).toBe('external-relationship');
-    }
-    for (const kept of [
-      'HYPERLINK("https://example.com/q?a=1","Open")',
-      'HYPERLINK("mailto:"&B2)',
-      'HYPERLINK("#Sheet2!A1","Go")',
-      'HYPERLINK(A2,B2)',
-      '"HYPERLINK(""file://x"")"&A1',
-    ]) {
-      expect(classifyFormula(kept), kept).toBeUndefined();
-    }
   });
 });

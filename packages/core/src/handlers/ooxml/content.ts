@@ -3,15 +3,12 @@
  * formulas and defined names that call out, OLE and ActiveX anchors, macro actions, references
  * to relationships that were dropped, and document properties beyond plain text.
  */
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
-import { Rejection } from '../../_internal/rejection.ts';
 import {
   DROP,
   KEEP,
   partText,
   rewriteXml,
   UNWRAP,
-  walkXml,
   walkXmlPaced,
 } from '../../_internal/xml-rewrite.ts';
 import type {
@@ -21,31 +18,11 @@ import type {
   XmlElementNode,
 } from '../../_internal/xml-rewrite.ts';
 import type { FindingKind, FindingTally } from '../../findings.ts';
-
-export const NS = {
-  w: 'http://schemas.openxmlformats.org/wordprocessingml/2006/main',
-  r: 'http://schemas.openxmlformats.org/officeDocument/2006/relationships',
-  s: 'http://schemas.openxmlformats.org/spreadsheetml/2006/main',
-  p: 'http://schemas.openxmlformats.org/presentationml/2006/main',
-  a: 'http://schemas.openxmlformats.org/drawingml/2006/main',
-  o: 'urn:schemas-microsoft-com:office:office',
-  x: 'urn:schemas-microsoft-com:office:excel',
-  cp: 'http://schemas.openxmlformats.org/package/2006/metadata/core-properties',
-  dc: 'http://purl.org/dc/elements/1.1/',
-  dcterms: 'http://purl.org/dc/terms/',
-  ep: 'http://schemas.openxmlformats.org/officeDocument/2006/extended-properties',
-  vt: 'http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes',
-  /** [MS-XLSX] 2.2.4: Excel's own elements, `xm:f` formulas in x14 extensions among them. */
-  xm: 'http://schemas.microsoft.com/office/excel/2006/main',
-  /** [MS-XLSX] 2.6: the Excel 2010 extensions (x14 conditional formats, data validation). */
-  x14: 'http://schemas.microsoft.com/office/spreadsheetml/2009/9/main',
-  /** [MS-XLSX] 2.6: the Excel 2013 extensions (timelines, table slicers, data model caches). */
-  x15: 'http://schemas.microsoft.com/office/spreadsheetml/2010/11/main',
-  /** [MS-XLSX] 2.6.x: `x15ac:absPath`, the folder the workbook was last saved in. */
-  x15ac: 'http://schemas.microsoft.com/office/spreadsheetml/2010/11/ac',
-  /** ECMA-376 Part 3: markup compatibility (`mc:AlternateContent`). */
-  mc: 'http://schemas.openxmlformats.org/markup-compatibility/2006',
-} as const;
+import { classifyField, macroButtonText } from '../office/fields.ts';
+import { AUTO_RUN_NAME, CALLING_FUNCTIONS, classifyFormula } from '../office/formulas.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
+import { attribute, NS } from './namespaces.ts';
+import { planSheets, sheetIndexDecision, WORKBOOK_TYPES } from './workbook-sheets.ts';
 
 /**
  * Formulas outside cells (ECMA-376 Part 1 §18.3.1.10 `cfRule`/`formula`, §18.3.1.32
@@ -62,117 +39,6 @@ export const RULE_FORMULAS: ReadonlyMap<string, readonly string[]> = new Map([
   [`${NS.xm} f`, [`${NS.x14} cfRule`, `${NS.x14} dataValidation`]],
 ]);
 
-/**
- * Word field codes (ECMA-376 Part 1 §17.16.5) that only compute from the document itself. Any
- * other field is replaced by its last displayed result: DDE/DDEAUTO run programs, INCLUDETEXT,
- * INCLUDEPICTURE, IMPORT, LINK, RD and DATABASE fetch from outside, MACROBUTTON runs a macro.
- */
-const SAFE_FIELDS = new Set([
-  'PAGE', 'NUMPAGES', 'SECTIONPAGES', 'SECTION', 'DATE', 'TIME', 'CREATEDATE', 'SAVEDATE',
-  'PRINTDATE', 'EDITTIME', 'TOC', 'TOA', 'TA', 'TC', 'XE', 'INDEX', 'REF', 'PAGEREF', 'NOTEREF',
-  'STYLEREF', 'SEQ', 'LISTNUM', 'AUTONUM', 'AUTONUMLGL', 'AUTONUMOUT', 'BIDIOUTLINE', 'SYMBOL',
-  'EQ', 'ADVANCE', 'FORMTEXT', 'FORMCHECKBOX', 'FORMDROPDOWN', 'AUTHOR', 'TITLE', 'SUBJECT',
-  'KEYWORDS', 'COMMENTS', 'LASTSAVEDBY', 'NUMWORDS', 'NUMCHARS', 'FILESIZE', 'DOCPROPERTY',
-  'DOCVARIABLE', 'TEMPLATE', 'FILENAME', 'USERNAME', 'USERINITIALS', 'USERADDRESS', 'INFO',
-  'REVNUM', 'MERGEFIELD', 'MERGEREC', 'MERGESEQ', 'NEXT', 'NEXTIF', 'SKIPIF', 'IF', 'COMPARE',
-  'SET', 'QUOTE', 'GREETINGLINE', 'ADDRESSBLOCK', 'BIBLIOGRAPHY', 'CITATION', 'GOTOBUTTON',
-  'PRIVATE', 'BARCODE', 'DISPLAYBARCODE', '=',
-]); // prettier-ignore
-
-const FIELD_KINDS: Readonly<Record<string, FindingKind>> = {
-  DDE: 'dde-link',
-  DDEAUTO: 'dde-link',
-  INCLUDETEXT: 'external-relationship',
-  INCLUDEPICTURE: 'external-relationship',
-  INCLUDE: 'external-relationship',
-  IMPORT: 'external-relationship',
-  LINK: 'external-relationship',
-  RD: 'external-relationship',
-  DATABASE: 'data-connection',
-  MACROBUTTON: 'vba-macro',
-  HYPERLINK: 'external-relationship',
-};
-
-/**
- * The finding a field instruction is removed as, or `undefined` when it may stay. HYPERLINK
- * stays only for an http, https or mailto target or a bookmark (`\l`).
- */
-export function classifyField(instruction: string): FindingKind | undefined {
-  const trimmed = instruction.trim();
-  const keyword = (/^(=|[A-Za-z]+)/.exec(trimmed)?.[1] ?? '').toUpperCase();
-  if (keyword === '') return trimmed === '' ? undefined : 'hidden-data';
-  if (SAFE_FIELDS.has(keyword)) return undefined;
-  if (keyword === 'HYPERLINK') {
-    const argument = trimmed.slice(keyword.length).trim();
-    if (/^\\l\b/i.test(argument)) return undefined;
-    const target = argument.startsWith('"')
-      ? argument.slice(1, argument.indexOf('"', 1))
-      : argument;
-    if (isSafeHyperlink(target.split(/\s/)[0] ?? '')) return undefined;
-  }
-  return FIELD_KINDS[keyword] ?? 'hidden-data';
-}
-
-/**
- * Functions that call into DLLs or XLM, or fetch from outside ([MS-XLSX], Excel 4.0 macros;
- * `IMAGE`, Excel 2022, loads a picture from the URL it is given whenever the sheet calculates).
- */
-const CALLING_FUNCTIONS =
-  /(?:^|[^A-Za-z0-9_.])(?:_xlfn\.)?(CALL|REGISTER|REGISTER\.ID|EXEC|FOPEN|FWRITE|FWRITELN|FREAD|FREADLN|RUN|HALT|WEBSERVICE|IMAGE|RTD|SQL\.REQUEST|IMPORTXML)\s*\(/i;
-/** Of {@link CALLING_FUNCTIONS}, those that fetch (the rest run code). */
-const FETCHING_FUNCTIONS = new Set(['WEBSERVICE', 'IMAGE', 'RTD', 'SQL.REQUEST', 'IMPORTXML']);
-
-/**
- * The finding an Excel formula is removed as (its cached value stays), or `undefined`. DDE is
- * written `app|topic!item`: a `|` outside string literals; external workbooks are `[n]` indexes
- * into the external links, which are dropped.
- */
-export function classifyFormula(formula: string): FindingKind | undefined {
-  const code = formula.replace(/"(?:[^"]|"")*"/g, '""');
-  if (code.includes('|')) return 'dde-link';
-  const call = CALLING_FUNCTIONS.exec(code)?.[1]?.toUpperCase();
-  if (call !== undefined && FETCHING_FUNCTIONS.has(call)) return 'external-relationship';
-  if (call !== undefined) return 'xlm-macro';
-  if (/(?:^|[^A-Za-z0-9_.\]])'?\[\d+\]/.test(code)) return 'external-relationship';
-  if (refusedHyperlink(formula)) return 'external-relationship';
-  return undefined;
-}
-
-/** String literals and `HYPERLINK(` calls with the literal they start with, if any. */
-const HYPERLINK_CALLS = /"(?:[^"]|"")*"|(?<![A-Za-z0-9_.])HYPERLINK\s*\(\s*("(?:[^"]|"")*")?/gi;
-
-/**
- * Whether a `HYPERLINK()` call's target, written in the formula, is one a hyperlink relationship
- * could not keep: anything but http, https, mailto or a place in the workbook (`#Sheet2!A1`) —
- * `file:` and UNC paths hand the user's credentials to whoever serves them. A target computed
- * from cells is the cells' text, which a click follows as it would a URL typed in a cell.
- */
-function refusedHyperlink(formula: string): boolean {
-  for (const match of formula.matchAll(HYPERLINK_CALLS)) {
-    const literal = match[1];
-    if (match[0].startsWith('"') || literal === undefined) continue;
-    if (isRefusedHyperlinkTarget(literal.slice(1, -1).replace(/""/g, '"'))) return true;
-  }
-  return false;
-}
-
-/**
- * Whether a `HYPERLINK()` target written in a formula (XML or binary) goes where a hyperlink
- * relationship could not: anything but http, https, mailto or a place in the workbook.
- */
-export function isRefusedHyperlinkTarget(target: string): boolean {
-  return !target.startsWith('#') && !isSafeHyperlink(target);
-}
-
-/**
- * Excel runs these defined names on open, close, activate or deactivate ("Auto_Open",
- * "Auto_Open2", …; [MS-XLS] 2.5.114 built-in names 0x01-0x02 and 0x0A-0x0B). LibreOffice writes
- * the built-in ones it read from a .xls as `Excel_BuiltIn_Auto_Open` or `_xlnm_Auto_Open`, and
- * turns them back into built-in names when the workbook is saved as .xls again.
- */
-export const AUTO_RUN_NAME =
-  /^(?:_xlnm[._]|Excel_BuiltIn_)?auto_(?:open|close|activate|deactivate)/i;
-
 /** The finding a `<definedName>` is removed as, or `undefined`. */
 export function classifyDefinedName(
   attributes: readonly XmlAttributeNode[],
@@ -185,53 +51,6 @@ export function classifyDefinedName(
     return 'xlm-macro';
   }
   return classifyFormula(formula);
-}
-
-/**
- * Why a pivot cache (ECMA-376 Part 1 §18.10.1.67 `pivotCacheDefinition`) may not be kept, or
- * `undefined` when it reads nothing but this workbook. Refused: a source of type `external` or
- * naming a data connection (§18.10.1.12 `cacheSource` `connectionId`; the connections are not
- * kept), a source range in another workbook (an `r:id` under the source: §18.10.1.99
- * `worksheetSource` and §18.10.1.76 `rangeSet` name an `externalLinkPath`), OLAP calculated
- * members (MDX run by a server, §18.10.1.8), and a calculated field or item whose formula
- * {@link classifyFormula} refuses (§18.10.1.3 `cacheField`, §18.10.1.9 `calculatedItem`). Excel
- * can refresh a kept cache (`refreshOnLoad`) only from this workbook's own cells.
- */
-export function pivotCacheRefusal(bytes: Uint8Array, what: string): FindingKind | undefined {
-  let refusal: FindingKind | undefined;
-  let sources = 0;
-  const refuse = (kind: FindingKind): void => {
-    refusal ??= kind;
-  };
-  walkXml(bytes, what, {
-    open(element, ancestors) {
-      if (ancestors.length === 0) {
-        if (element.uri !== NS.s || element.localName !== 'pivotCacheDefinition') {
-          refuse('hidden-data');
-        }
-        return;
-      }
-      if (element.uri !== NS.s) return;
-      const inSource = ancestors.some((a) => a.uri === NS.s && a.localName === 'cacheSource');
-      if (inSource && element.attributes.some((a) => a.uri === NS.r)) {
-        refuse('external-relationship');
-      }
-      if (element.localName === 'cacheSource' && ancestors.length === 1) {
-        sources += 1;
-        const type = attribute(element, '', 'type');
-        if (type === 'external' || attribute(element, '', 'connectionId') !== undefined) {
-          refuse('data-connection');
-        }
-      } else if (element.localName === 'calculatedMember') {
-        refuse('data-connection');
-      } else if (element.localName === 'cacheField' || element.localName === 'calculatedItem') {
-        const kind = classifyFormula(attribute(element, '', 'formula') ?? '');
-        if (kind !== undefined) refuse(kind);
-      }
-    },
-  });
-  // §18.10.1.67: exactly one source; without one Excel cannot tell what the cache reads.
-  return refusal ?? (sources === 1 ? undefined : 'hidden-data');
 }
 
 /** PowerPoint actions that run something ([MS-PPTX] 2.3.x `ppaction://`). */
@@ -467,131 +286,6 @@ function previewDecision(
   return attributes === undefined ? undefined : { action: 'keep', attributes };
 }
 
-/** Workbook parts (ECMA-376 Part 1 §18.2; the macro-enabled, template and add-in forms). */
-const WORKBOOK_TYPES: ReadonlySet<string> = new Set([
-  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml',
-  'application/vnd.openxmlformats-officedocument.spreadsheetml.template.main+xml',
-  'application/vnd.ms-excel.sheet.macroenabled.main+xml',
-  'application/vnd.ms-excel.template.macroenabled.main+xml',
-  'application/vnd.ms-excel.addin.macroenabled.main+xml',
-]);
-
-/** Whether a lower-cased content type is a workbook part (xlsx, xlsm, xltx, xltm, xlam). */
-export function isWorkbookType(contentType: string): boolean {
-  return WORKBOOK_TYPES.has(contentType.toLowerCase());
-}
-
-/**
- * The sheets a workbook part names (ECMA-376 Part 1 §18.2.19): relationship id -> sheet name.
- * @throws {Rejection} `invalid_file` when the part does not read as XML.
- */
-export function sheetNamesById(bytes: Uint8Array, what: string): ReadonlyMap<string, string> {
-  const names = new Map<string, string>();
-  walkXml(bytes, what, {
-    open(element, ancestors) {
-      if (element.uri !== NS.s || element.localName !== 'sheet') return;
-      if (ancestors.at(-1)?.localName !== 'sheets') return;
-      const id = attribute(element, NS.r, 'id');
-      const name = attribute(element, '', 'name');
-      if (id !== undefined && name !== undefined) names.set(id, name);
-    },
-  });
-  return names;
-}
-
-/** Where each sheet of a workbook goes once the sheets whose parts were dropped are gone. */
-interface SheetPlan {
-  /** Old sheet index -> new index, or -1 for a dropped sheet. */
-  readonly newIndex: readonly number[];
-  /** Old index of a kept hidden sheet made visible, when no visible sheet would be left. */
-  readonly reveal: number | undefined;
-  /** `<sheet>` elements met so far by the rewrite. */
-  seen: number;
-}
-
-/**
- * Sheets are counted by position (ECMA-376 Part 1 §18.2.5 `activeTab`, `firstSheet`; §18.2.5
- * `localSheetId`): when a macro or dialog sheet goes, every index after it moves. A workbook
- * needs a sheet, and Excel one it shows: if only hidden sheets are left, the first becomes
- * visible. Undefined when no sheet goes.
- * @throws {Rejection} `invalid_file` when no sheet is left (a workbook of macro sheets only).
- */
-function planSheets(
-  bytes: Uint8Array,
-  what: string,
-  keptIds: ReadonlySet<string>,
-): SheetPlan | undefined {
-  const sheets: { kept: boolean; visible: boolean }[] = [];
-  walkXml(bytes, what, {
-    open(element, ancestors) {
-      if (element.uri !== NS.s || element.localName !== 'sheet') return;
-      if (ancestors.at(-1)?.localName !== 'sheets') return;
-      const id = attribute(element, NS.r, 'id') ?? '';
-      const state = attribute(element, '', 'state');
-      sheets.push({
-        kept: id !== '' && keptIds.has(id),
-        visible: (state ?? 'visible') === 'visible',
-      });
-    },
-  });
-  if (sheets.every((sheet) => sheet.kept)) return undefined;
-  let next = 0;
-  const newIndex = sheets.map((sheet) => (sheet.kept ? next++ : -1));
-  if (next === 0) {
-    throw new Rejection(
-      'invalid_file',
-      `${what} holds nothing but macro or dialog sheets: no sheet is left once they are removed`,
-    );
-  }
-  const visibleLeft = sheets.some((sheet) => sheet.kept && sheet.visible);
-  const reveal = visibleLeft ? undefined : sheets.findIndex((sheet) => sheet.kept);
-  return { newIndex, reveal, seen: 0 };
-}
-
-/** Moves sheet indexes in `<workbookView>`, `<definedName>` and `<sheet>` by {@link SheetPlan}. */
-function sheetIndexDecision(
-  element: XmlElementNode,
-  plan: SheetPlan,
-  findings: FindingTally,
-): ElementDecision | undefined {
-  const moved = (value: string | undefined): number | undefined => {
-    if (value === undefined || !/^\d+$/.test(value)) return undefined;
-    return plan.newIndex[Number(value)] ?? -1;
-  };
-  const withValues = (values: Record<string, string | undefined>): ElementDecision => ({
-    action: 'keep',
-    attributes: element.attributes.flatMap((attribute) => {
-      if (attribute.uri !== '' || !(attribute.local in values)) return [attribute];
-      const value = values[attribute.local];
-      return value === undefined ? [] : [{ ...attribute, value }];
-    }),
-  });
-  if (element.localName === 'workbookView') {
-    // The tab shown on open: the sheet made visible, or where the old one went (else the first).
-    const shown = plan.reveal !== undefined ? plan.newIndex[plan.reveal] : undefined;
-    const active = shown ?? Math.max(0, moved(attribute(element, '', 'activeTab')) ?? 0);
-    const first = Math.max(0, moved(attribute(element, '', 'firstSheet')) ?? 0);
-    return withValues({ activeTab: String(active), firstSheet: String(first) });
-  }
-  if (element.localName === 'definedName') {
-    const scope = moved(attribute(element, '', 'localSheetId'));
-    if (scope === undefined) return undefined;
-    if (scope < 0) {
-      // A name local to a dropped (macro) sheet goes with it.
-      findings.add('xlm-macro');
-      return DROP;
-    }
-    return withValues({ localSheetId: String(scope) });
-  }
-  if (element.localName === 'sheet') {
-    // Sheets come in order: this one's old index is how many came before it.
-    const index = plan.seen;
-    plan.seen += 1;
-    if (index === plan.reveal) return withValues({ state: undefined });
-  }
-  return undefined;
-}
-
 function propertiesDecision(
   element: XmlElementNode,
   ancestors: readonly XmlElementNode[],
@@ -760,16 +454,6 @@ interface OpenField {
   inInstruction: boolean;
   /** Index of its first `instrText`, where a button's display text goes. */
   firstInstruction: number | undefined;
-}
-
-/**
- * The text a `MACROBUTTON` field shows (ECMA-376 Part 1 §17.16.5, MACROBUTTON: the field's
- * display text follows the macro name in the instruction; the field has no result of its own), or
- * `undefined` for another field. Templates write their "[Click here and type]" prompts so.
- */
-export function macroButtonText(instruction: string): string | undefined {
-  const match = /^\s*MACROBUTTON\s+\S+\s*([\s\S]*)$/i.exec(instruction);
-  return match?.[1] === undefined || match[1] === '' ? undefined : match[1];
 }
 
 /** First walk: element indexes to drop whose fate depends on text or descendants. */
@@ -1072,13 +756,4 @@ function shownText(element: XmlElementNode, text: string): ElementDecision {
     attributes: [XML_SPACE_PRESERVE],
     text,
   };
-}
-
-/** The value of attribute `{uri}localName`. */
-export function attribute(
-  element: XmlElementNode,
-  uri: string,
-  localName: string,
-): string | undefined {
-  return element.attributes.find((a) => a.uri === uri && a.local === localName)?.value;
 }

@@ -2,7 +2,7 @@
  * ECMA-376 Part 2 (Open Packaging Conventions): content types, relationship parts and the
  * resolution of relationship targets to part names. Shared by the rebuild and its verify step.
  */
-import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
+import type { OfficePackage, PackageMember } from '../office/package-zip.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { transitional } from '../../_internal/strict-ooxml.ts';
 import { walkXml } from '../../_internal/xml-rewrite.ts';

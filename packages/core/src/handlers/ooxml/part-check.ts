@@ -2,23 +2,19 @@
  * The check verify before release holds every written OOXML XML part to, on its own: parses
  * without a DTD and holds nothing that runs or fetches. It reads a part in chunks, so the same
  * check runs on the main thread over a part read back from the written package, or in a check
- * worker over the chunks of a part while it is being written (see `_internal/part-checks.ts`).
+ * worker over the chunks of a part while it is being written (see `office/part-checks.ts`).
  * Which relationships the part may name is known only from the package, so the check reports the
  * ids it names (relationship id -> the first element naming it) and {@link assertReferences}
  * holds them to the part's relationships afterwards.
  */
-import { checkWhole, WalkedPartCheck } from '../../_internal/part-checks.ts';
-import type { PartReport } from '../../_internal/part-checks.ts';
+import { checkWhole, WalkedPartCheck } from '../office/part-checks.ts';
+import type { PartReport } from '../office/part-checks.ts';
 import type { XmlAttributeNode, XmlElementNode, XmlWalker } from '../../_internal/xml-rewrite.ts';
 import { VerifyFailure } from '../types.ts';
-import {
-  attribute,
-  classifyDefinedName,
-  classifyField,
-  classifyFormula,
-  NS,
-  RULE_FORMULAS,
-} from './content.ts';
+import { classifyField } from '../office/fields.ts';
+import { classifyFormula } from '../office/formulas.ts';
+import { classifyDefinedName, RULE_FORMULAS } from './content.ts';
+import { attribute, NS } from './namespaces.ts';
 
 /** Elements no rebuilt part may hold. */
 const FORBIDDEN = new Set([

@@ -1,22 +1,23 @@
 import { forEachLimited, MEMBER_CONCURRENCY } from '../../_internal/concurrency.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
 import {
-  isSafeHyperlink,
   PACKAGE_TIME,
   prepareChecksFor,
   rebuildPackageImage,
   withOfficePackage,
-} from '../../_internal/package-zip.ts';
-import type { OfficePackage, PackageMember } from '../../_internal/package-zip.ts';
-import { checkedWhileWritten } from '../../_internal/part-checks.ts';
-import type { PartCheckResult } from '../../_internal/part-checks.ts';
+} from '../office/package-zip.ts';
+import type { OfficePackage, PackageMember } from '../office/package-zip.ts';
+import { checkedWhileWritten } from '../office/part-checks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { collectChunks, paceWith } from '../../_internal/xml-rewrite.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
 import type { FindingPlace } from '../../findings.ts';
-import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
-import { isWorkbookType, pivotCacheRefusal, rewritePart, sheetNamesById } from './content.ts';
+import type { DetectedFile, EngineContext, HandlerOutput, PartCheckResult } from '../types.ts';
+import { rewritePart } from './content.ts';
+import { pivotCacheRefusal } from './pivot-cache.ts';
+import { isWorkbookType, sheetNamesById } from './workbook-sheets.ts';
 import {
   contentTypeOf,
   memberOf,

@@ -1,6 +1,6 @@
-import { isSafeHyperlink } from '../../_internal/package-zip.ts';
+import { isSafeHyperlink } from '../office/hyperlinks.ts';
 import { Rejection } from '../../_internal/rejection.ts';
-import { verdictOn } from '../../_internal/part-checks.ts';
+import { verdictOn } from '../office/part-checks.ts';
 import { matchesCrc, openZip, readMember } from '../../_internal/zip-reader.ts';
 import type { ZipMember } from '../../_internal/zip-reader.ts';
 import { FindingTally } from '../../findings.ts';

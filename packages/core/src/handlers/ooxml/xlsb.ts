@@ -9,7 +9,7 @@ import type { FindingTally } from '../../findings.ts';
 import { parseRecords, RecordReader, RT, wideString, writeRecords } from './xlsb-records.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
 import { screenFormulas } from './xlsb-formulas.ts';
-import { AUTO_RUN_NAME } from './content.ts';
+import { AUTO_RUN_NAME } from '../office/formulas.ts';
 
 /** Binary part content types (lower-cased) -> the record that must open and close the part. */
 export const BINARY_PART_TYPES: ReadonlyMap<string, number | undefined> = new Map([

@@ -11,7 +11,8 @@ import {
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
-import { assertExpansionRatio, formatBytes } from '../../limits.ts';
+import { formatBytes } from '../../_internal/bytes.ts';
+import { assertExpansionRatio } from '../../limits.ts';
 import type { EngineContext } from '../types.ts';
 
 /** Filters whose data we decode and re-encode (ISO 32000-1 7.4, table 6). */

@@ -2,7 +2,7 @@ import { Rejection, reject } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
 import type { FindingKind } from '../../findings.ts';
 import { rebuildMetafile } from '../image/metafile/metafile.ts';
-import { classifyField } from '../ooxml/content.ts';
+import { classifyField } from '../office/fields.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { hexDigitValue, RtfTokenizer } from './tokenize.ts';
 import type { RtfToken } from './tokenize.ts';

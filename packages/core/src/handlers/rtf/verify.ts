@@ -1,5 +1,5 @@
 import { checkMetafile } from '../image/metafile/metafile.ts';
-import { classifyField } from '../ooxml/content.ts';
+import { classifyField } from '../office/fields.ts';
 import type { DetectedFile, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
 import { MAX_GROUP_DEPTH } from './rebuild.ts';

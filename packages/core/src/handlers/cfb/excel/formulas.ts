@@ -12,7 +12,7 @@ import {
   PTG_CONCAT,
   REFUSED_FUNCTIONS,
   refusedHyperlink,
-} from '../../ooxml/xlsb-formulas.ts';
+} from '../../office/formula-tokens.ts';
 
 /** Sizes (token included) of the BIFF8 tokens with a class in bits 5-6 ([MS-XLS] 2.5.198). */
 const CLASSED_SIZES: ReadonlyMap<number, number> = new Map([

@@ -2,9 +2,9 @@
  * What an Excel 97-2003 workbook's records may hold, as the rebuild and verify judge them:
  * the record allowlist and the rules for names, links, objects and hyperlinks.
  */
-import { isSafeHyperlink } from '../../../_internal/package-zip.ts';
+import { isSafeHyperlink } from '../../office/hyperlinks.ts';
 import { u16le, u32le } from '../../../_internal/bytes.ts';
-import { AUTO_RUN_NAME } from '../../ooxml/content.ts';
+import { AUTO_RUN_NAME } from '../../office/formulas.ts';
 import { refusedBiffFormula } from './formulas.ts';
 import { latin1OrUtf16, RT } from './records.ts';
 

@@ -1,4 +1,4 @@
-import { isSafeHyperlink } from '../../../_internal/package-zip.ts';
+import { isSafeHyperlink } from '../../office/hyperlinks.ts';
 import { u32le } from '../../../_internal/bytes.ts';
 import type { FindingKind } from '../../../findings.ts';
 import { childrenOf, cStringOf, RT } from './records.ts';

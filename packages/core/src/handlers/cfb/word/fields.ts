@@ -1,7 +1,7 @@
 import { u16le, u32le } from '../../../_internal/bytes.ts';
 import { Rejection } from '../../../_internal/rejection.ts';
 import type { FindingKind } from '../../../findings.ts';
-import { classifyField } from '../../ooxml/content.ts';
+import { classifyField } from '../../office/fields.ts';
 import { FC_LCB, fcLcb } from './fib.ts';
 import type { Fib } from './fib.ts';
 

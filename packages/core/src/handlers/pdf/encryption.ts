@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
 
-import { asBuffer, ascii, indexOfBytes } from '../_internal/bytes.ts';
+import { asBuffer, ascii, indexOfBytes } from '../../_internal/bytes.ts';
 
 /**
  * Whether a PDF can be opened without a password: `open` when it is not encrypted or its user

@@ -16,12 +16,13 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
-import { VerifyFailure } from '../handlers/types.ts';
-import type { Deadline } from '../limits.ts';
-import { sha256Hex } from './bytes.ts';
-import { Rejection } from './rejection.ts';
-import { XmlChunkWalk } from './xml-rewrite.ts';
-import type { XmlWalker } from './xml-rewrite.ts';
+import { sha256Hex } from '../../_internal/bytes.ts';
+import { Rejection } from '../../_internal/rejection.ts';
+import { XmlChunkWalk } from '../../_internal/xml-rewrite.ts';
+import type { XmlWalker } from '../../_internal/xml-rewrite.ts';
+import type { Deadline } from '../../limits.ts';
+import { VerifyFailure } from '../types.ts';
+import type { PartCheckResult } from '../types.ts';
 
 /** The checks a worker can run: an OOXML XML part, an ODF XML stream. */
 export type PartCheckKind = 'ooxml-xml' | 'odf-xml';
@@ -43,16 +44,6 @@ export interface PartCheck {
   write(chunk: Uint8Array): void;
   end(): PartReport;
 }
-
-/** A worker's verdict on one part's bytes. */
-export type PartCheckResult =
-  | {
-      readonly status: 'checked';
-      readonly size: number;
-      readonly sha256: string;
-      readonly references: PartReport['references'];
-    }
-  | { readonly status: 'failed'; readonly check: string; readonly message: string };
 
 /**
  * A part check that walks the part's XML as its chunks come. The family's walker throws its
@@ -158,7 +149,7 @@ const WORKERS = Math.max(1, Math.min(4, availableParallelism() - 1));
  */
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER_MODULE = FROM_SOURCE
-  ? new URL('../check-worker.ts', import.meta.url)
+  ? new URL('../../check-worker.ts', import.meta.url)
   : new URL('./check-worker.mjs', import.meta.url);
 
 interface Pending {

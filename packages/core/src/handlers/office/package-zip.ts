@@ -1,11 +1,5 @@
-import type { FindingTally } from '../findings.ts';
-import { metafileKindOf, rebuildMetafile } from '../handlers/image/metafile/metafile.ts';
-import type { DetectedFile, EngineContext, FileInput } from '../handlers/types.ts';
-import { extensionOf } from '../formats.ts';
-import { assertExpansionRatio, formatBytes } from '../limits.ts';
-import { preparePartChecks } from './part-checks.ts';
-import { Rejection, ThreatReport } from './rejection.ts';
-import { CHUNK_BYTES } from './xml-rewrite.ts';
+import { Rejection, ThreatReport } from '../../_internal/rejection.ts';
+import { CHUNK_BYTES } from '../../_internal/xml-rewrite.ts';
 import {
   compressionName,
   COMPRESSION_DEFLATED,
@@ -13,8 +7,15 @@ import {
   dataStartOf,
   openZip,
   readMember,
-} from './zip-reader.ts';
-import type { ZipListing, ZipMember } from './zip-reader.ts';
+} from '../../_internal/zip-reader.ts';
+import type { ZipListing, ZipMember } from '../../_internal/zip-reader.ts';
+import type { FindingTally } from '../../findings.ts';
+import { extensionOf } from '../../formats.ts';
+import { formatBytes } from '../../_internal/bytes.ts';
+import { assertExpansionRatio } from '../../limits.ts';
+import { metafileKindOf, rebuildMetafile } from '../image/metafile/metafile.ts';
+import type { DetectedFile, EngineContext, FileInput } from '../types.ts';
+import { preparePartChecks } from './part-checks.ts';
 
 /** One member of an office package, inflated only when read. */
 export interface PackageMember {
@@ -219,11 +220,6 @@ async function checkNoOverlap(
 
 /** Fixed member time of every rebuilt package, so the same input gives the same bytes. */
 export const PACKAGE_TIME = new Date(Date.UTC(1980, 0, 1, 0, 0, 0));
-
-/** Whether a URL may stay as a hyperlink: http, https or mailto only. */
-export function isSafeHyperlink(target: string): boolean {
-  return /^(https?:\/\/|mailto:)/i.test(target.trim()) && !/[\p{Cc}\s]/u.test(target.trim());
-}
 
 /**
  * A picture of a package through the whole engine (scan, detect, the image handler, its verify),

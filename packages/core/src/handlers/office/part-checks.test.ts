@@ -5,29 +5,24 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildOdt, buildWordDocument } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
-import { disarm } from '../disarm.ts';
-import { formatForFileName } from '../formats.ts';
-import { checkOdfStream } from '../handlers/odf/part-check.ts';
-import { rebuildOdf } from '../handlers/odf/rebuild.ts';
-import { verifyOdf } from '../handlers/odf/verify.ts';
-import { rebuildOoxml } from '../handlers/ooxml/rebuild.ts';
-import { checkXmlPart } from '../handlers/ooxml/part-check.ts';
-import { verifyOoxml } from '../handlers/ooxml/verify.ts';
-import type { DetectedFile } from '../handlers/types.ts';
-import { VerifyFailure } from '../handlers/types.ts';
-import { cleaned, engineContext } from '../test-support.ts';
-import { sha256Hex } from './bytes.ts';
+import { disarm } from '../../disarm.ts';
+import { formatForFileName } from '../../formats.ts';
+import { checkOdfStream } from '../odf/part-check.ts';
+import { rebuildOdf } from '../odf/rebuild.ts';
+import { verifyOdf } from '../odf/verify.ts';
+import { rebuildOoxml } from '../ooxml/rebuild.ts';
+import { checkXmlPart } from '../ooxml/part-check.ts';
+import { verifyOoxml } from '../ooxml/verify.ts';
+import type { DetectedFile, PartCheckResult } from '../types.ts';
+import { VerifyFailure } from '../types.ts';
+import { cleaned, engineContext } from '../../test-support.ts';
+import { sha256Hex } from '../../_internal/bytes.ts';
 import { startPartCheck, WORKER_OPTIONS } from './part-checks.ts';
-import type {
-  PartCheckKind,
-  PartCheckResult,
-  PartCheckSession,
-  PartReport,
-} from './part-checks.ts';
-import { openZip, readMember } from './zip-reader.ts';
+import type { PartCheckKind, PartCheckSession, PartReport } from './part-checks.ts';
+import { openZip, readMember } from '../../_internal/zip-reader.ts';
 
 /** The worker as the package ships it (`npm test` builds before it tests). */
-const BUILT_WORKER = fileURLToPath(new URL('../../dist/check-worker.mjs', import.meta.url));
+const BUILT_WORKER = fileURLToPath(new URL('../../../dist/check-worker.mjs', import.meta.url));
 
 const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
 const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';

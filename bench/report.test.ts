@@ -16,6 +16,7 @@ describe('the bench report', () => {
   it('links the other benches without quoting their figures', () => {
     expect(OTHER_BENCHMARKS).toContain('[RESULTS-office.md](RESULTS-office.md)');
     expect(OTHER_BENCHMARKS).toContain('[RESULTS-pdf.md](RESULTS-pdf.md)');
+    expect(OTHER_BENCHMARKS).toContain('[RESULTS-cfb.md](RESULTS-cfb.md)');
     expect(OTHER_BENCHMARKS).not.toMatch(FIGURE);
   });
 

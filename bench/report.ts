@@ -68,6 +68,8 @@ export const OTHER_BENCHMARKS = [
   '  `bench/pdf-parsers.ts`, `npm run bench:pdf` -> [RESULTS-pdf.md](RESULTS-pdf.md).',
   '- Office documents (OOXML, ODT) against a plain unzip + zip of the same members and mat2:',
   '  `npm run bench:office` -> [RESULTS-office.md](RESULTS-office.md).',
+  '- Word, Excel and PowerPoint 97-2003 (doc, xls, ppt) against a plain `cfb` read + write and',
+  '  LibreOffice re-saving them: `npm run bench:cfb` -> [RESULTS-cfb.md](RESULTS-cfb.md).',
   '- Hostile archives (nested member budgets, bombs, shared entries), time and peak memory:',
   '  `npm run bench:archives` -> [ARCHIVES.md](ARCHIVES.md).',
   '- Adversarial images (decode-cost estimates against pixel and RLE bombs), peak memory:',

@@ -19,7 +19,7 @@ export const cfbHandler: FormatHandler = {
       case 'word-binary':
         return Promise.resolve().then(() => rebuildWordBinary(input, context));
       case 'excel-binary':
-        return Promise.resolve().then(() => rebuildExcelBinary(input, context));
+        return rebuildExcelBinary(input, context);
       case 'powerpoint-binary':
         return rebuildPowerPointBinary(input, context);
       default:

@@ -4,6 +4,7 @@
  * indices are the same). A formula is kept only when its tokens walk cleanly to their end and call
  * no function that runs code, fetches or talks DDE.
  */
+import { u16le } from '../../../_internal/bytes.ts';
 import { latin1OrUtf16 } from './records.ts';
 import type { FindingKind } from '../../../findings.ts';
 import {
@@ -53,7 +54,6 @@ export function refusedBiffFormula(
   rgce: Uint8Array,
   externalXtis: ReadonlySet<number> = NO_XTIS,
 ): FindingKind | undefined {
-  const u16 = (at: number): number => (rgce[at] ?? 0) | ((rgce[at + 1] ?? 0) << 8);
   const stack = new OperandStack();
   let at = 0;
   while (at < rgce.length) {
@@ -86,7 +86,7 @@ export function refusedBiffFormula(
       } else if (ptg === 0x19) {
         // PtgAttr*: a flags byte and 2 bytes; PtgAttrChoose adds (cOffset + 1) offsets.
         const flags = rgce[at + 1] ?? 0;
-        size = flags & 0x04 ? 4 + 2 * (u16(at + 2) + 1) : 4;
+        size = flags & 0x04 ? 4 + 2 * (u16le(rgce, at + 2) + 1) : 4;
         if (flags & 0x10) stack.reduce(1);
       } else if (ptg === 0x1c || ptg === 0x1d) {
         size = 2; // PtgErr, PtgBool
@@ -100,14 +100,14 @@ export function refusedBiffFormula(
       }
     } else if (base === 0x01) {
       // PtgFunc: a fixed-arity function.
-      const refused = REFUSED_FUNCTIONS.get(u16(at + 1));
+      const refused = REFUSED_FUNCTIONS.get(u16le(rgce, at + 1));
       if (refused) return refused;
       size = 3;
       stack.followed = false;
     } else if (base === 0x02) {
       // PtgFuncVar: cparams, then the function; the high bit is a command equivalent (XLM).
       const count = rgce[at + 1] ?? 0;
-      const tab = u16(at + 2);
+      const tab = u16le(rgce, at + 2);
       if (tab & 0x8000) return 'xlm-macro';
       const refused = REFUSED_FUNCTIONS.get(tab);
       if (refused) return refused;
@@ -116,7 +116,11 @@ export function refusedBiffFormula(
       stack.reduce(count);
     } else if (base === 0x19) {
       return 'external-relationship'; // PtgNameX
-    } else if (base >= PTG_REF_3D && base <= PTG_AREA_ERR_3D && externalXtis.has(u16(at + 1))) {
+    } else if (
+      base >= PTG_REF_3D &&
+      base <= PTG_AREA_ERR_3D &&
+      externalXtis.has(u16le(rgce, at + 1))
+    ) {
       return 'external-relationship';
     } else {
       size = CLASSED_SIZES.get(base);

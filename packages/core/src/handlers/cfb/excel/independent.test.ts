@@ -1,7 +1,8 @@
 /**
  * Independent readers agree with the Excel 97-2003 rebuild on workbooks headless LibreOffice
  * exported and that were then given, in code, what macro and dropper workbooks carry: a VBA
- * project, formulas calling code, a file hyperlink, an embedded object's storage. python-olefile
+ * project, formulas calling code, a file hyperlink, an embedded object's storage; and a workbook
+ * LibreOffice exported with an embedded text document (an OLE object). python-olefile
  * lists no macro or object storage in any output, ClamAV flags the active inputs and no output,
  * and LibreOffice reads every sheet of every output with the same cell values as the input.
  */
@@ -70,6 +71,20 @@ const FLAT_ODS = `<?xml version="1.0" encoding="UTF-8"?>
 </office:document>
 `;
 
+/** {@link FLAT_ODS} with a text document embedded in the first sheet (ODF 1.3 §10.4.6 draw:object). */
+const FLAT_ODS_WITH_OBJECT = FLAT_ODS.replace(
+  'xmlns:of=',
+  'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" xmlns:of=',
+).replace(
+  '<text:p>Item</text:p>',
+  `<text:p>Item</text:p>
+     <draw:frame svg:width="3cm" svg:height="2cm" svg:x="0cm" svg:y="1cm"><draw:object>
+      <office:document office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.text">
+       <office:body><office:text><text:p>Embedded words</text:p></office:text></office:body>
+      </office:document>
+     </draw:object></draw:frame>`,
+);
+
 let work: string;
 const names: string[] = [];
 
@@ -87,7 +102,15 @@ beforeAll(async () => {
   await writeFile(join(work, 'disarm.ndb'), ACTIVE_CONTENT_SIGNATURES);
   for (const folder of ['in', 'out']) await mkdir(join(work, folder));
   await writeFile(join(work, 'book.fods'), FLAT_ODS);
-  soffice(['--convert-to', 'xls', '--outdir', work, join(work, 'book.fods')]);
+  await writeFile(join(work, 'ole.fods'), FLAT_ODS_WITH_OBJECT);
+  soffice([
+    '--convert-to',
+    'xls',
+    '--outdir',
+    work,
+    join(work, 'book.fods'),
+    join(work, 'ole.fods'),
+  ]);
   const exported = await readFile(join(work, 'book.xls'));
   const inputs: [string, Uint8Array][] = [
     ['clean', exported],
@@ -110,6 +133,7 @@ beforeAll(async () => {
         },
       }),
     ],
+    ['ole', await readFile(join(work, 'ole.xls'))],
   ];
   for (const [name, input] of inputs) {
     const outcome = await disarm({ bytes: input, fileName: `${name}.xls` });
@@ -179,6 +203,41 @@ describe('Excel 97-2003 outputs, as independent readers see them', () => {
     for (const [sheet, text] of Object.entries(inputs)) expect(outputs[sheet], sheet).toBe(text);
     expect(outputs['formulas-Prices']).toContain('ran');
     expect(outputs['clean-Totals']).toContain('6.5');
+  });
+
+  it('LibreOffice shows the picture of an embedded object where the object was', async () => {
+    const folder = join(work, 'ole');
+    for (const side of ['in', 'out']) {
+      soffice([
+        '--convert-to',
+        'fods',
+        '--outdir',
+        join(folder, side),
+        join(work, side, 'ole.xls'),
+      ]);
+    }
+    expect(
+      olefileListing(await readFile(join(work, 'in', 'ole.xls'))).entries.some((entry) =>
+        /^MBD[0-9A-F]{8}\/WordDocument$/.test(entry.path),
+      ),
+    ).toBe(true);
+    // Each frame's place and size, and what it draws: an object, or only pictures.
+    const frames = async (
+      side: string,
+    ): Promise<{ at: string; object: boolean; image: boolean }[]> =>
+      [
+        ...(await readFile(join(folder, side, 'ole.fods'), 'utf8')).matchAll(
+          /<draw:frame [^>]*?(svg:width="[^"]*" svg:height="[^"]*" svg:x="[^"]*" svg:y="[^"]*")[^>]*>([\s\S]*?)<\/draw:frame>/g,
+        ),
+      ].map((match) => ({
+        at: match[1] ?? '',
+        object: (match[2] ?? '').includes('<draw:object'),
+        image: (match[2] ?? '').includes('<draw:image'),
+      }));
+    const before = await frames('in');
+    expect(before).toHaveLength(1);
+    expect(before[0]?.object).toBe(true);
+    expect(await frames('out')).toEqual([{ at: before[0]?.at, object: false, image: true }]);
   });
 
   it('LibreOffice reads a workbook whose macro sheet went with its references renumbered', async () => {

@@ -289,18 +289,33 @@ export function disarmedExternName(position: number): Uint8Array {
   return out;
 }
 
-/** [MS-XLS] 2.4.181 OBJ subrecords: ftEnd, ftMacro, ftPictFmla, ftLbsData. */
+/** [MS-XLS] 2.4.181 OBJ subrecords: ftEnd, ftMacro, ftPioGrbit, ftPictFmla, ftLbsData. */
 const FT_END = 0x0000;
 const FT_MACRO = 0x0004;
+const FT_PIO_GRBIT = 0x0008;
 const FT_PICT_FMLA = 0x0009;
 const FT_LBS_DATA = 0x0013;
 /** Subrecords read from one OBJ before it is refused as malformed. */
 const MAX_OBJ_SUBRECORDS = 64;
+/**
+ * [MS-XLS] FtPioGrbit flags that make a picture an OLE object: fDde (a DDE link), fCtl (an
+ * ActiveX control), fPrstm (the control's data is in the `Ctls` stream), fAutoload (a control
+ * loaded on open).
+ */
+const PIO_DDE = 0x0002;
+const PIO_CONTROL = 0x0010;
+const PIO_STORAGE = 0x0020;
+const PIO_AUTOLOAD = 0x0200;
+const PIO_OLE_FLAGS = PIO_DDE | PIO_CONTROL | PIO_STORAGE | PIO_AUTOLOAD;
+/** [MS-XLS] 2.5.140 ObjFmla: cbFmla (2), then the formula's cce (2), 4 unused bytes, its rgce. */
+const PICT_FMLA_FIRST_PTG_AT = 4 + 2 + 2 + 4;
+/** PtgNameX in any class ([MS-XLS] 2.5.198.73): the formula of a linked object names its link. */
+const PTG_NAME_X: ReadonlySet<number> = new Set([0x39, 0x59, 0x79]);
 
 /**
- * Why an OBJ record ([MS-XLS] 2.4.181) may not stay, or `undefined`: a macro assigned to the
- * object (ftMacro) or an embedded or linked OLE object or ActiveX control (ftPictFmla). `null`
- * when its subrecords do not hold together.
+ * Why an OBJ record ([MS-XLS] 2.4.181) may not be released, or `undefined`: a macro assigned to
+ * the object (ftMacro), or an embedded or linked OLE object or ActiveX control (ftPictFmla, or
+ * the FtPioGrbit flags of one). `null` when its subrecords do not hold together.
  */
 export function objectRefusal(data: Uint8Array): string | null | undefined {
   let at = 0;
@@ -313,6 +328,8 @@ export function objectRefusal(data: Uint8Array): string | null | undefined {
       return 'a drawing object or form control that runs a macro ([MS-XLS] FtMacro)';
     if (ft === FT_PICT_FMLA)
       return 'an embedded or linked OLE object or ActiveX control ([MS-XLS] FtPictFmla)';
+    if (ft === FT_PIO_GRBIT && cb >= 2 && (u16le(data, at + 4) & PIO_OLE_FLAGS) !== 0)
+      return 'a picture flagged as an OLE object or ActiveX control ([MS-XLS] FtPioGrbit)';
     // [MS-XLS] 2.5.147 FtLbsData's cb does not give its size; it is the last subrecord but ftEnd.
     if (ft === FT_LBS_DATA) return undefined;
     at += 4 + cb;
@@ -320,16 +337,31 @@ export function objectRefusal(data: Uint8Array): string | null | undefined {
   return null;
 }
 
+/** What {@link objectWithoutActiveParts} took off an object. */
+export interface ObjectRemovals {
+  /** The macro a click on the object or control ran (ftMacro). */
+  readonly macro: boolean;
+  /**
+   * The OLE object behind a picture (ftPictFmla): `embedded` in an `MBD…` storage, `linked`
+   * to a file or DDE server, `control` an ActiveX control in `Ctls`.
+   */
+  readonly ole: 'embedded' | 'linked' | 'control' | undefined;
+}
+
 /**
- * An OBJ record without its ftMacro subrecord (the macro a click on the object or control runs;
- * the object stays, a click does nothing): `removed` says whether there was one, `null` when the
- * subrecords do not hold together.
+ * An OBJ record without what makes it run or load anything: its ftMacro subrecord (a click does
+ * nothing; the object stays) and, for an OLE object or ActiveX control, its ftPictFmla and the
+ * FtPioGrbit flags that go with it. Excel draws an OLE object from the picture its OfficeArt
+ * shape references in the drawing group, so what stays is that picture, shown where the object
+ * was. `null` when the subrecords do not hold together.
  */
-export function objectWithoutMacro(
+export function objectWithoutActiveParts(
   data: Uint8Array,
-): { readonly data: Uint8Array; readonly removed: boolean } | null {
+): { readonly data: Uint8Array; readonly removed: ObjectRemovals } | null {
   const kept: Uint8Array[] = [];
-  let removed = false;
+  let macro = false;
+  let pictFmla: Uint8Array | undefined;
+  let pioFlags = 0;
   let at = 0;
   for (let count = 0; count < MAX_OBJ_SUBRECORDS; count += 1) {
     if (at + 4 > data.length) {
@@ -344,12 +376,31 @@ export function objectWithoutMacro(
       break;
     }
     if (end > data.length) return null;
-    if (ft === FT_MACRO) removed = true;
-    else kept.push(data.subarray(at, end));
+    if (ft === FT_MACRO) {
+      macro = true;
+    } else if (ft === FT_PICT_FMLA) {
+      pictFmla = data.subarray(at, end);
+    } else if (ft === FT_PIO_GRBIT && end - at >= 6) {
+      pioFlags = u16le(data, at + 4);
+      const flags = Uint8Array.from(data.subarray(at, end));
+      new DataView(flags.buffer).setUint16(4, pioFlags & ~PIO_OLE_FLAGS, true);
+      kept.push(flags);
+    } else {
+      kept.push(data.subarray(at, end));
+    }
     at = end;
   }
   if (at !== data.length) return null;
-  return { data: removed ? Buffer.concat(kept) : data, removed };
+  const isOle = pictFmla !== undefined || (pioFlags & PIO_OLE_FLAGS) !== 0;
+  const ole = !isOle
+    ? undefined
+    : (pioFlags & PIO_CONTROL) !== 0
+      ? 'control'
+      : (pioFlags & PIO_DDE) !== 0 || PTG_NAME_X.has(pictFmla?.[PICT_FMLA_FIRST_PTG_AT] ?? 0)
+        ? 'linked'
+        : 'embedded';
+  const changed = macro || isOle;
+  return { data: changed ? Buffer.concat(kept) : data, removed: { macro, ole } };
 }
 
 /** [MS-OSHARED] 2.3.7.1 Hyperlink Object flags. */

@@ -4,6 +4,7 @@ import {
   buildExcelWorkbook,
   buildWorkbookStream,
   ddeLink,
+  EICAR_TEST_FILE,
   externalWorkbook,
   externSheet,
   formulaCell,
@@ -13,6 +14,7 @@ import {
   macroButton,
   nameRecord,
   numberCell,
+  oleObject,
   olefileListing,
   ptg,
   ref3d,
@@ -309,15 +311,42 @@ describe('Excel 97-2003 rebuild', () => {
     expect(objects[0]?.data.readUInt16LE(22)).toBe(0);
   });
 
-  it('refuses an embedded OLE object as policy_violation naming it', async () => {
-    // OBJ of a picture ([MS-XLS] ftCmo ot 8) whose ftPictFmla names its MBD storage.
-    const cmo = Buffer.from('15001200080001001160000000000000000000000000', 'hex');
-    const pictFmla = Buffer.from('09000c00080000000000000000000000', 'hex');
-    const object = biffRecord(0x005d, Buffer.concat([cmo, pictFmla, Buffer.alloc(4)]));
-    const bytes = buildExcelWorkbook({ sheets: [{ name: 'Sheet1', records: [object] }] });
+  it.each([
+    ['an embedded OLE object', 'embedded', 'MBD00000001/\u0001Ole10Native', 'embedded-object'],
+    ['a linked OLE object', 'linked', undefined, 'external-relationship'],
+    ['an ActiveX control', 'control', 'Ctls', 'activex-control'],
+  ] as const)(
+    'turns %s into the picture Excel shows for it',
+    async (_name, kind, stream, finding) => {
+      const bytes = buildExcelWorkbook({
+        sheets: [{ name: 'Sheet1', records: [numberCell(0, 0, 1), oleObject(kind)] }],
+        ...(stream === undefined ? {} : { streams: { [stream]: Buffer.from(PAYLOAD) } }),
+      });
+      const outcome = await rebuilt(bytes);
+      expect(outcome.findings.map((entry) => entry.kind)).toContain(finding);
+      expect(olefileListing(outcome.bytes).entries.map((entry) => entry.path)).toEqual([
+        'Workbook',
+      ]);
+      const objects = recordsOf(outcome.bytes).filter((record) => record.type === 0x005d);
+      expect(objects).toHaveLength(1);
+      // ftCmo (22 bytes, still a picture), ftCf (6), ftPioGrbit (6) with only fAutoPict, ftEnd (4).
+      const object = objects[0]?.data ?? Buffer.alloc(0);
+      expect(object.length).toBe(38);
+      expect(object.readUInt16LE(4)).toBe(0x08);
+      expect([object.readUInt16LE(28), object.readUInt16LE(32)]).toEqual([0x0008, 0x0001]);
+      expect(object.readUInt16LE(34)).toBe(0);
+    },
+  );
+
+  it('scans an object storage before leaving it out: EICAR in it is a threat', async () => {
+    const bytes = buildExcelWorkbook({ streams: { 'MBD00000001/CONTENTS': EICAR_TEST_FILE } });
     const outcome = await disarm({ bytes, fileName: 'book.xls' });
-    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
-    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/OLE object/);
+    expect(outcome).toMatchObject({
+      status: 'rejected',
+      reason: 'threat_detected',
+      threatNames: ['EICAR-Test-File'],
+    });
+    expect(outcome.status === 'rejected' && outcome.detail).toMatch(/MBD00000001\/CONTENTS/);
   });
 
   it.each([

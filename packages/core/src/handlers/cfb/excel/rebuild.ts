@@ -2,14 +2,15 @@
  * Excel 97-2003 rebuild ([MS-XLS], BIFF8): a new compound file holding one new `Workbook` stream
  * written from the records of the old one that are on the allowlist. The VBA project, embedded
  * objects' storages, summary information and every other stream go; formulas that run code, fetch
- * or talk DDE become the values Excel cached for them.
+ * or talk DDE become the values Excel cached for them; OLE objects and ActiveX controls become the
+ * pictures Excel shows for them.
  */
 import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
 import { childNamed, streamNamed } from '../../../_internal/cfb/tree.ts';
-import type { CompoundStorage } from '../../../_internal/cfb/tree.ts';
+import type { CompoundNode, CompoundStorage } from '../../../_internal/cfb/tree.ts';
 import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
 import { u16le, u32le } from '../../../_internal/bytes.ts';
-import { reject } from '../../../_internal/rejection.ts';
+import { reject, ThreatReport } from '../../../_internal/rejection.ts';
 import { FindingTally } from '../../../findings.ts';
 import type { FindingKind } from '../../../findings.ts';
 import type { Deadline } from '../../../limits.ts';
@@ -25,7 +26,7 @@ import {
   nameItab,
   nameRefusal,
   objectRefusal,
-  objectWithoutMacro,
+  objectWithoutActiveParts,
   REFUSED_RECORDS,
   SHEET_KIND,
   supbookKind,
@@ -39,6 +40,7 @@ import {
   renumberedWindow,
   SheetMap,
 } from './sheets.ts';
+import type { ObjectRemovals } from './judge.ts';
 import type { BiffRecord, RecordOut, Substream } from './records.ts';
 
 const WHAT = 'the Excel workbook';
@@ -88,14 +90,18 @@ const DROPPED_ENTRIES: ReadonlyMap<string, FindingKind | undefined> = new Map([
  * rewritten from allowlisted records, every stream offset recomputed (BOUNDSHEET8 `lbPlyPos`,
  * EXTSST), INDEX and DBCELL left out (Excel and LibreOffice rebuild them); the VBA project
  * (`_VBA_PROJECT_CUR`), embedded objects' `MBD…` storages, ActiveX `Ctls`, summary information
- * and every other stream are not copied.
+ * and every other stream are not copied, each scanned by the engine's scanners first. An OLE
+ * object's or ActiveX control's OBJ record loses its ftPictFmla, so the picture Excel draws for
+ * it stays as a plain picture.
  * @throws {Rejection} `invalid_file` for a container or record stream that does not hold together
- *   or an Excel 5.0/95 workbook; `password_protected` for FILEPASS; `policy_violation` naming a
- *   construct that cannot be removed safely (an Excel 4.0 macro sheet, an auto-run or macro
- *   name, a link to another workbook, DDE or OLE, a macro on a drawing object, an OLE object, a
- *   query table or PivotTable).
+ *   or an Excel 5.0/95 workbook; `password_protected` for FILEPASS; `threat_detected` when a
+ *   scanner flags a stream that is not copied; `policy_violation` naming a construct that cannot
+ *   be removed safely (a query table, a data connection, a PivotTable).
  */
-export function rebuildExcelBinary(input: DetectedFile, context: EngineContext): HandlerOutput {
+export async function rebuildExcelBinary(
+  input: DetectedFile,
+  context: EngineContext,
+): Promise<HandlerOutput> {
   const { root } = parseCompoundFile(input.bytes, {
     what: WHAT,
     maxBytes: context.limits.maxBytes,
@@ -112,6 +118,7 @@ export function rebuildExcelBinary(input: DetectedFile, context: EngineContext):
   }
   const findings = new FindingTally();
   tallyDroppedEntries(root, findings);
+  await scanDroppedStreams(root, input.bytes, context);
   context.deadline.check();
   const stream = rebuildWorkbookStream(workbook.content, findings, context.deadline);
   const bytes = writeCompoundFile({
@@ -137,6 +144,33 @@ function tallyDroppedEntries(root: CompoundStorage, findings: FindingTally): voi
       findings.add('hidden-data');
     }
   }
+}
+
+/**
+ * Every stream the rebuild does not copy (object storages, controls, the VBA project) goes
+ * through the engine's scanners on its own, as an office package's parts do: a scanner may know a
+ * dropped payload only when it sees it alone, and a threat is refused, not silently dropped.
+ */
+async function scanDroppedStreams(
+  root: CompoundStorage,
+  file: Uint8Array,
+  context: EngineContext,
+): Promise<void> {
+  const threats = new ThreatReport();
+  const walk = async (node: CompoundNode, path: string): Promise<void> => {
+    if (node.kind === 'stream') {
+      context.deadline.check();
+      const found = await context.scanMember({ bytes: node.content, fileName: path }, file);
+      // JSON spelling shows the control character `\x01Ole10Native` and its kin start with.
+      threats.add(found, `stream ${JSON.stringify(path)}`);
+      return;
+    }
+    for (const child of node.children) await walk(child, `${path}/${child.name}`);
+  };
+  for (const child of root.children) {
+    if (child.name.toUpperCase() !== 'WORKBOOK') await walk(child, child.name);
+  }
+  if (threats.size > 0) throw threats.toRejection('the file');
 }
 
 /** A record and the CONTINUE records that carry the rest of its data. */
@@ -420,7 +454,7 @@ function rebuildSheet(
       continue;
     }
     if (type === RT.OBJ) {
-      const stripped = objectWithoutMacro(data);
+      const stripped = objectWithoutActiveParts(data);
       const refused = stripped === null ? null : objectRefusal(stripped.data);
       if (stripped === null || refused === null) {
         reject(
@@ -429,12 +463,9 @@ function rebuildSheet(
         );
       }
       if (refused !== undefined) refuse(refused);
-      if (stripped.removed) {
-        findings.add('xlm-macro');
-        out.push({ type, data: stripped.data }, ...group.continues);
-      } else {
-        emit(out, group);
-      }
+      tallyObjectRemovals(stripped.removed, findings);
+      if (stripped.data === data) emit(out, group);
+      else out.push({ type, data: stripped.data }, ...group.continues);
       continue;
     }
     if (type === RT.HLINK) {
@@ -463,6 +494,14 @@ function rebuildSheet(
     findings.add('hidden-data');
   }
   return out;
+}
+
+/** The findings for what came off an OBJ record (its `MBD…` storage is counted where it goes). */
+function tallyObjectRemovals({ macro, ole }: ObjectRemovals, findings: FindingTally): void {
+  if (macro) findings.add('xlm-macro');
+  if (ole === 'control') findings.add('activex-control');
+  else if (ole === 'linked') findings.add('external-relationship');
+  else if (ole === 'embedded') findings.add('embedded-object');
 }
 
 /** Where a shared or array formula starts (its first row and column), as PtgExp names it. */

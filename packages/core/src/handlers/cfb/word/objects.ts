@@ -114,12 +114,23 @@ export async function scanObjectPool(
       threats.add(found, `stream "${path}"`);
       return;
     }
-    for (const child of node.children) await scan(child, `${path}/${child.name}`);
+    for (const child of node.children) await scan(child, `${path}/${printable(child.name)}`);
   };
   for (const object of pool.children) {
-    const path = `${OBJECT_POOL}/${object.name}`;
+    const path = `${OBJECT_POOL}/${printable(object.name)}`;
     await scan(object, path);
     findings.at({ part: path }).add('embedded-object');
   }
   if (threats.size > 0) throw threats.toRejection('the file');
+}
+
+/**
+ * An entry name as a detail or location shows it: [MS-OLEDS] names such as `\x01Ole10Native`
+ * start with a control character, written as its escape.
+ */
+function printable(name: string): string {
+  return Array.from(name, (char) => {
+    const code = char.charCodeAt(0);
+    return code < 0x20 || code === 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : char;
+  }).join('');
 }

@@ -18,8 +18,12 @@ import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
 import { disarm } from '../../../disarm.ts';
 import { cleaned, engineContext, findingsOf } from '../../../test-support.ts';
 import { VerifyFailure } from '../../types.ts';
+import { NO_CLSID } from '../../../_internal/cfb/tree.ts';
+import type { CompoundNode, CompoundStorage } from '../../../_internal/cfb/tree.ts';
+import { FindingTally } from '../../../findings.ts';
 import { neutraliseFields } from './fields.ts';
 import { parseFib } from './fib.ts';
+import { scanObjectPool } from './objects.ts';
 import { verifyWordBinary } from './verify.ts';
 
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
@@ -199,6 +203,46 @@ describe('Word 97-2003 rebuild', () => {
     if (infected.status === 'rejected') {
       expect(infected.detail).toContain('ObjectPool/_1234567/CONTENTS');
     }
+  });
+
+  it('hands each object stream to the scanners, named by its path with escaped control characters', async () => {
+    const scanned: string[] = [];
+    const context = {
+      ...engineContext(),
+      scanMember: (input: { fileName: string }) => {
+        scanned.push(input.fileName);
+        return Promise.resolve(input.fileName.endsWith('Ole10Native') ? ['Win.Trojan.Test'] : []);
+      },
+    };
+    const stream = (name: string): CompoundNode => ({
+      kind: 'stream',
+      name,
+      content: new Uint8Array(8),
+    });
+    const storage = (name: string, children: CompoundNode[]): CompoundStorage => ({
+      kind: 'storage',
+      name,
+      clsid: NO_CLSID,
+      stateBits: 0,
+      children,
+    });
+    const pool = storage('ObjectPool', [
+      storage('_1577691201', [stream('\u0001Ole10Native'), stream('\u0003ObjInfo')]),
+    ]);
+    const error: unknown = await scanObjectPool(
+      pool,
+      new Uint8Array(),
+      context,
+      new FindingTally(),
+    ).catch((caught: unknown) => caught);
+    expect(scanned).toEqual([
+      'ObjectPool/_1577691201/\\x01Ole10Native',
+      'ObjectPool/_1577691201/\\x03ObjInfo',
+    ]);
+    expect(error).toMatchObject({ reason: 'threat_detected', threatNames: ['Win.Trojan.Test'] });
+    expect(error instanceof Error && error.message).toContain(
+      'Win.Trojan.Test in stream "ObjectPool/_1577691201/\\x01Ole10Native"',
+    );
   });
 
   it('rejects Word 6/95 documents and damaged containers as invalid_file', async () => {

@@ -17,7 +17,7 @@ export const cfbHandler: FormatHandler = {
   rebuild(input, context) {
     switch (input.format.kind) {
       case 'word-binary':
-        return Promise.resolve().then(() => rebuildWordBinary(input, context));
+        return rebuildWordBinary(input, context);
       case 'excel-binary':
         return rebuildExcelBinary(input, context);
       case 'powerpoint-binary':

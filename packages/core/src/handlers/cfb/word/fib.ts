@@ -24,6 +24,8 @@ const MAX_FC_LCB_PAIRS = 0xb7;
  * Every pair names a structure in the table stream.
  */
 export const FC_LCB = {
+  /** Character formatting: the pages (ChpxFkp) of the text's character properties. */
+  plcfBteChpx: 12,
   plcfFldMom: 16,
   plcfFldHdr: 17,
   plcfFldFtn: 18,

@@ -26,6 +26,11 @@ export const MAX_WORD_FIELD_DEPTH = 64;
 const MAX_INSTRUCTION_CHARS = 4096;
 /** Stands in a field's instruction for a nested field that computes part of it. */
 const NESTED_MARK = '\u0013';
+/**
+ * [MS-DOC] 2.9.158: an EMBED field's result is the embedded object, whose storage is in
+ * `ObjectPool`; its finding is the object's.
+ */
+const EMBED_FIELD = /^\s*EMBED\b/i;
 
 /** [MS-DOC] 2.4.1: the PlcFld of each sub-document, in the order of the sub-documents' text. */
 const FIELD_PLCS = [
@@ -71,8 +76,10 @@ export interface FieldReport {
  * characters become spaces and its PlcFld end mark is locked ([MS-DOC] 2.9.91 fLocked), so an
  * update has nothing to fetch or run, and every field nested in its instruction is neutralised
  * with it. The begin mark keeps its field type (flt): LibreOffice shows the result of a field
- * whose type it knows, and drops it for flt 0x01 ("unable to be parsed"). A nested field that leaves text in an instruction counts as
- * part of the keyword, so a keyword assembled by nested fields is refused.
+ * whose type it knows, and drops it for flt 0x01 ("unable to be parsed"). A nested field that
+ * leaves text in an instruction counts as part of the keyword, so a keyword assembled by nested
+ * fields is refused. An EMBED field is refused as an `embedded-object`: its result, the object's
+ * preview picture, stays.
  * Characters are overwritten in place rather than removed: removing them would move every
  * character position that the formatting, bookmark and sub-document tables hold.
  * @param word the WordDocument stream, changed in place when `apply`.
@@ -92,7 +99,9 @@ export function neutraliseFields(
   const neutralised: Field[] = [];
   const open: Field[] = [];
   const close = (field: Field): void => {
-    const verdict = classifyField(field.instruction);
+    const verdict = EMBED_FIELD.test(field.instruction)
+      ? 'embedded-object'
+      : classifyField(field.instruction);
     if (verdict !== undefined) {
       removed.push(verdict);
       neutralised.push(field);

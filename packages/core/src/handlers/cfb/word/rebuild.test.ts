@@ -1,4 +1,16 @@
-import { buildWordBinary, damageCompoundFile, olefileListing } from '@disarm/fixtures';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import {
+  ACTIVE_CONTENT_SIGNATURES,
+  buildWordBinary,
+  clamscanVerdicts,
+  damageCompoundFile,
+  EICAR_TEST_FILE,
+  olefileListing,
+} from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
 import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
@@ -6,6 +18,12 @@ import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
 import { disarm } from '../../../disarm.ts';
 import { cleaned, engineContext, findingsOf } from '../../../test-support.ts';
 import { VerifyFailure } from '../../types.ts';
+import { NO_CLSID } from '../../../_internal/cfb/tree.ts';
+import type { CompoundNode, CompoundStorage } from '../../../_internal/cfb/tree.ts';
+import { FindingTally } from '../../../findings.ts';
+import { neutraliseFields } from './fields.ts';
+import { parseFib } from './fib.ts';
+import { scanObjectPool } from './objects.ts';
 import { verifyWordBinary } from './verify.ts';
 
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
@@ -80,20 +98,151 @@ describe('Word 97-2003 rebuild', () => {
   });
 
   it('is idempotent: its output rebuilds to the same bytes with nothing to report', async () => {
-    const input = await buildWordBinary({ texts: TEXTS, dde: true, vba: true, template: TEMPLATE });
+    const input = await buildWordBinary({
+      texts: TEXTS,
+      dde: true,
+      vba: true,
+      template: TEMPLATE,
+      embeddedObject: true,
+    });
     const first = cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
     const second = cleaned(await disarm({ bytes: first.bytes, fileName: 'f.doc' }));
     expect(second.findings).toEqual([]);
     expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
   });
 
-  it('refuses embedded OLE objects, which it cannot yet replace by their preview', async () => {
-    const outcome = await disarm({
+  it('drops embedded objects and keeps their preview picture where the object was', async () => {
+    const input = await buildWordBinary({ texts: TEXTS, embeddedObject: true });
+    const objects = olefileListing(input).entries.filter((e) => e.path.startsWith('ObjectPool/'));
+    expect(objects.map((entry) => entry.path)).toContain(
+      'ObjectPool/_2147483647/\u0001Ole10Native',
+    );
+    expect(input.includes(utf16('EMBED'))).toBe(true);
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
+    expect(outcome.findings).toEqual([
+      {
+        kind: 'embedded-object',
+        count: 1,
+        locations: [{ part: 'ObjectPool/_2147483647', count: 1 }],
+      },
+    ]);
+    const listing = olefileListing(outcome.bytes);
+    expect(listing.issues).toEqual([]);
+    expect(listing.entries.map((entry) => entry.path)).toEqual(['1Table', 'Data', 'WordDocument']);
+    const output = Buffer.from(outcome.bytes);
+    expect(output.includes(utf16('EMBED'))).toBe(false);
+    expect(output.includes(Buffer.from('calc.exe'))).toBe(false);
+    // The preview picture's PICF and metafile stay in the Data stream as they were.
+    const dataOf = (bytes: Uint8Array): string | undefined =>
+      olefileListing(bytes).entries.find((entry) => entry.path === 'Data')?.hex;
+    expect(dataOf(outcome.bytes)).toBe(dataOf(input));
+
+    // Independent judges: ClamAV flags the package in the input and nothing in the output;
+    // LibreOffice draws the preview (its icon a bitmap, its caption text) in both, with the
+    // same text around it.
+    const dir = mkdtempSync(join(tmpdir(), 'word-objects-'));
+    try {
+      writeFileSync(join(dir, 'signatures.ndb'), ACTIVE_CONTENT_SIGNATURES);
+      mkdirSync(join(dir, 'files'));
+      writeFileSync(join(dir, 'files', 'in.doc'), input);
+      writeFileSync(join(dir, 'files', 'out.doc'), output);
+      const verdicts = clamscanVerdicts(join(dir, 'files'), join(dir, 'signatures.ndb'));
+      expect(verdicts['in.doc']).toBe('Disarm.Doc.Ole10Native.UNOFFICIAL');
+      expect(verdicts['out.doc']).toBe('OK');
+      const pdfs = join(dir, 'pdf');
+      execFileSync(
+        'soffice',
+        [
+          `-env:UserInstallation=file://${join(dir, 'profile')}`,
+          '--headless',
+          '--convert-to',
+          'pdf',
+          '--outdir',
+          pdfs,
+          join(dir, 'files', 'in.doc'),
+          join(dir, 'files', 'out.doc'),
+        ],
+        { stdio: 'ignore', timeout: 240_000 },
+      );
+      const text = (name: string): string =>
+        execFileSync('pdftotext', [join(pdfs, `${name}.pdf`), '-'], { encoding: 'utf8' })
+          .replace(/\s+/g, '')
+          .trim();
+      const images = (name: string): number =>
+        execFileSync('pdfimages', ['-list', join(pdfs, `${name}.pdf`)], { encoding: 'utf8' })
+          .trim()
+          .split('\n')
+          .slice(2).length;
+      expect(text('out')).toBe(text('in'));
+      expect(text('out')).toContain('Budget.xls');
+      expect(images('out')).toBeGreaterThanOrEqual(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it('scans every stream of an object before it drops it', async () => {
+    const clean = await disarm({
       bytes: await buildWordBinary({ texts: TEXTS, objectPool: true }),
       fileName: 'f.doc',
     });
-    expect(outcome).toMatchObject({ status: 'rejected', reason: 'policy_violation' });
-    if (outcome.status === 'rejected') expect(outcome.detail).toContain('ObjectPool');
+    expect(findingsOf(cleaned(clean))).toEqual({ 'embedded-object': 1 });
+    const infected = await disarm({
+      bytes: await buildWordBinary({
+        texts: TEXTS,
+        objectPool: true,
+        payload: EICAR_TEST_FILE.toString('latin1'),
+      }),
+      fileName: 'f.doc',
+    });
+    expect(infected).toMatchObject({
+      status: 'rejected',
+      reason: 'threat_detected',
+      threatNames: ['EICAR-Test-File'],
+    });
+    if (infected.status === 'rejected') {
+      expect(infected.detail).toContain('ObjectPool/_1234567/CONTENTS');
+    }
+  });
+
+  it('hands each object stream to the scanners, named by its path with escaped control characters', async () => {
+    const scanned: string[] = [];
+    const context = {
+      ...engineContext(),
+      scanMember: (input: { fileName: string }) => {
+        scanned.push(input.fileName);
+        return Promise.resolve(input.fileName.endsWith('Ole10Native') ? ['Win.Trojan.Test'] : []);
+      },
+    };
+    const stream = (name: string): CompoundNode => ({
+      kind: 'stream',
+      name,
+      content: new Uint8Array(8),
+    });
+    const storage = (name: string, children: CompoundNode[]): CompoundStorage => ({
+      kind: 'storage',
+      name,
+      clsid: NO_CLSID,
+      stateBits: 0,
+      children,
+    });
+    const pool = storage('ObjectPool', [
+      storage('_1577691201', [stream('\u0001Ole10Native'), stream('\u0003ObjInfo')]),
+    ]);
+    const error: unknown = await scanObjectPool(
+      pool,
+      new Uint8Array(),
+      context,
+      new FindingTally(),
+    ).catch((caught: unknown) => caught);
+    expect(scanned).toEqual([
+      'ObjectPool/_1577691201/\\x01Ole10Native',
+      'ObjectPool/_1577691201/\\x03ObjInfo',
+    ]);
+    expect(error).toMatchObject({ reason: 'threat_detected', threatNames: ['Win.Trojan.Test'] });
+    expect(error instanceof Error && error.message).toContain(
+      'Win.Trojan.Test in stream "ObjectPool/_1577691201/\\x01Ole10Native"',
+    );
   });
 
   it('rejects Word 6/95 documents and damaged containers as invalid_file', async () => {
@@ -152,5 +301,23 @@ describe('Word 97-2003 rebuild', () => {
     expect(await failure(vba, (name) => streams(name) || name === 'Macros')).toBe('cfb.entries');
     const dot = await buildWordBinary({ texts: TEXTS, template: TEMPLATE });
     expect(await failure(dot, streams)).toBe('word.template');
+    // An object's field blanked, its storage gone, but its characters still OLE objects.
+    const object = await buildWordBinary({ texts: TEXTS, embeddedObject: true });
+    const { root } = parseCompoundFile(object, { what: 'input', maxBytes: 1e8 });
+    const children = root.children.flatMap((child) =>
+      child.kind === 'stream' && ['WordDocument', '1Table', 'Data'].includes(child.name)
+        ? [{ ...child, content: child.content.slice() }]
+        : [],
+    );
+    const word = children.find((child) => child.name === 'WordDocument')?.content;
+    const table = children.find((child) => child.name === '1Table')?.content;
+    if (!word || !table) throw new Error('LibreOffice wrote no text');
+    neutraliseFields(word, table, parseFib(word, 'input'), 'input', true);
+    const written = writeCompoundFile({ ...root, children });
+    const error: unknown = await verifyWordBinary(
+      { bytes: written, findings: [] },
+      engineContext(),
+    ).catch((caught: unknown) => caught);
+    expect(error instanceof VerifyFailure && error.check).toBe('word.objects');
   });
 });

@@ -1,6 +1,6 @@
 import { u16le, u32le } from '../../../_internal/bytes.ts';
 import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
-import { streamNamed } from '../../../_internal/cfb/tree.ts';
+import { childNamed, streamNamed } from '../../../_internal/cfb/tree.ts';
 import type { CompoundNode, CompoundStorage, CompoundStream } from '../../../_internal/cfb/tree.ts';
 import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
 import { Rejection } from '../../../_internal/rejection.ts';
@@ -10,6 +10,7 @@ import type { DetectedFile, EngineContext, HandlerOutput } from '../../types.ts'
 import { neutraliseFields } from './fields.ts';
 import { clearFcLcb, FC_LCB, fcLcb, parseFib, setFcLcb } from './fib.ts';
 import type { Fib } from './fib.ts';
+import { clearObjectCharacters, OBJECT_POOL, scanObjectPool } from './objects.ts';
 
 /** [MS-DOC] 2.1.1: the root storage's class of a Word document, {00020906-0000-0000-C000-000000000046}. */
 export const WORD_DOCUMENT_CLSID = Uint8Array.from([
@@ -49,7 +50,7 @@ const DROPPED_QUIETLY = new Set([
   '\u0001Ole',
   '\u0005SummaryInformation',
   '\u0005DocumentSummaryInformation',
-  'ObjectPool',
+  OBJECT_POOL,
 ]);
 
 /**
@@ -59,10 +60,14 @@ const DROPPED_QUIETLY = new Set([
  * INCLUDEPICTURE, …; judged as OOXML fields are) keep their result and lose their instruction,
  * the customisations and macro tables the FIB points at are cleared, the attached template
  * and mail-merge source are emptied, and every byte of the table stream that no FIB pair
- * points at is zeroed. Embedded objects are refused (`policy_violation`): their previews live
- * inside the objects' own storages.
+ * points at is zeroed. Embedded and linked objects go with the `ObjectPool` storage (each of
+ * its streams scanned first) while their preview pictures stay: the EMBED or LINK field keeps
+ * its result, and the result's characters lose the properties that made them an object.
  */
-export function rebuildWordBinary(input: DetectedFile, context: EngineContext): HandlerOutput {
+export async function rebuildWordBinary(
+  input: DetectedFile,
+  context: EngineContext,
+): Promise<HandlerOutput> {
   const what = `the .${input.format.extension} file`;
   const { root } = parseCompoundFile(input.bytes, { what, maxBytes: context.limits.maxBytes });
   const findings = new FindingTally();
@@ -85,9 +90,15 @@ export function rebuildWordBinary(input: DetectedFile, context: EngineContext): 
   }
   const table = tableStream.content.slice();
   const data = streamNamed(root, 'Data');
-  judgeEntries(root, fib, findings, what);
+  judgeEntries(root, fib, findings);
+  const pool = objectPoolOf(root);
+  if (pool) await scanObjectPool(pool, input.bytes, context, findings);
 
-  for (const kind of neutraliseFields(word, table, fib, what, true).removed) findings.add(kind);
+  for (const kind of neutraliseFields(word, table, fib, what, true).removed) {
+    // An object is reported once, as its ObjectPool storage; a field without one as itself.
+    if (kind !== 'embedded-object' || pool === undefined) findings.add(kind);
+  }
+  clearObjectCharacters(word, table, fib, what, true);
   clearStructures(word, table, fib, findings);
   zeroUnreferenced(word, table, fib);
   context.deadline.check();
@@ -107,21 +118,16 @@ export function rebuildWordBinary(input: DetectedFile, context: EngineContext): 
   return { bytes, findings: findings.toArray() };
 }
 
-/** Reports what the top-level entries that are not kept held; refuses embedded objects. */
-function judgeEntries(root: CompoundStorage, fib: Fib, findings: FindingTally, what: string): void {
+/** Reports what the top-level entries that are not kept held (objects: {@link scanObjectPool}). */
+function judgeEntries(root: CompoundStorage, fib: Fib, findings: FindingTally): void {
   const kept = new Set(['WORDDOCUMENT', fib.tableName.toUpperCase(), 'DATA']);
   let vba = false;
   for (const entry of root.children) {
     if (kept.has(entry.name.toUpperCase())) continue;
     if (VBA_ENTRIES.test(entry.name)) {
       vba = true;
-    } else if (entry.name === 'ObjectPool' && entry.kind === 'storage') {
-      if (entry.children.length > 0) {
-        throw new Rejection(
-          'policy_violation',
-          `${what} holds ${entry.children.length} embedded OLE object(s) (ObjectPool); embedded objects in Word 97-2003 documents are not rebuilt`,
-        );
-      }
+    } else if (entry === objectPoolOf(root)) {
+      continue;
     } else if (entry.name === '\u0005DocumentSummaryInformation' && entry.kind === 'stream') {
       if (hasUserDefinedProperties(entry)) findings.add('document-metadata');
     } else if (/^msodatastore$/i.test(entry.name)) {
@@ -131,6 +137,12 @@ function judgeEntries(root: CompoundStorage, fib: Fib, findings: FindingTally, w
     }
   }
   if (vba) findings.add('vba-macro');
+}
+
+/** The `ObjectPool` storage when it holds objects. */
+function objectPoolOf(root: CompoundStorage): CompoundStorage | undefined {
+  const pool = childNamed(root, OBJECT_POOL);
+  return pool?.kind === 'storage' && pool.children.length > 0 ? pool : undefined;
 }
 
 /**

@@ -5,13 +5,15 @@ import type { EngineContext, HandlerOutput } from '../../types.ts';
 import { VerifyFailure } from '../../types.ts';
 import { neutraliseFields } from './fields.ts';
 import { FC_LCB, fcLcb, parseFib } from './fib.ts';
+import { clearObjectCharacters } from './objects.ts';
 
 /**
  * Word 97-2003 checks of verify before release. The written compound file is read back from its
  * bytes by the strict reader (not by the writer that laid it out): every chain, the directory
  * and every stream must hold together; the root holds nothing but `WordDocument`, the table
  * stream the FIB names and `Data`, all of them streams; the FIB is a Word 97 FIB; no field in
- * the text has an instruction the rules refuse; the macro tables and customisations are empty
+ * the text has an instruction the rules refuse (EMBED and LINK included); no character is an
+ * OLE object (`sprmCFOle2`, `sprmCFObj` in the character formatting pages); the macro tables and customisations are empty
  * and the attached template is blank. (The `cfb` package, the other reader at hand, accepts
  * broken chains and takes over a second on a 20 MB file; the tests judge outputs with it and
  * with python-olefile.)
@@ -56,6 +58,12 @@ function checkWordBinary(output: HandlerOutput, context: EngineContext): void {
     throw new VerifyFailure(
       'word.fields',
       'a field in the written document still fetches, runs or links',
+    );
+  }
+  if (clearObjectCharacters(word, table, fib, 'the written document', false) > 0) {
+    throw new VerifyFailure(
+      'word.objects',
+      'a character of the written document is still an OLE object',
     );
   }
   for (const index of [FC_LCB.cmds, FC_LCB.plcMcr, FC_LCB.sttbfMcr]) {

@@ -80,3 +80,109 @@ export function refusedHyperlink(stack: OperandStack, count: number): boolean {
   if (target === undefined) return stack.literals.some(isRefusedHyperlinkTarget);
   return target !== null && isRefusedHyperlinkTarget(target);
 }
+
+/**
+ * What differs between the token streams of BIFF8 (`.xls`, [MS-XLS] 2.5.198) and BIFF12
+ * (`.xlsb`, [MS-XLSB] 2.5.98): token sizes, how a string literal is stored, and the tokens one of
+ * them has alone. The walk itself ({@link refusedTokens}) is the same.
+ */
+export interface PtgDialect {
+  /** Sizes (token included) of the tokens with a class in bits 5-6. */
+  readonly classedSizes: ReadonlyMap<number, number>;
+  /** Sizes of the tokens that make a row of a shared or array formula (PtgExp, PtgTbl). */
+  readonly groupSizes: ReadonlyMap<number, number>;
+  /**
+   * The PtgStr at `at`: its size, and its text when it lies within the stream.
+   */
+  readonly readString: (rgce: Uint8Array, at: number) => { size: number; text?: string };
+  /** The size of an unclassed token only this dialect has (PtgList in BIFF12), if it is one. */
+  readonly otherToken?: (rgce: Uint8Array, at: number) => number | undefined;
+  /** Whether the classed token at `at` refers to another workbook (a 3D reference through it). */
+  readonly isExternal?: (base: number, rgce: Uint8Array, at: number) => boolean;
+}
+
+/**
+ * Why a formula's token stream may not stay, or `undefined` when it may. A token the walk does not
+ * know, or a walk that does not end exactly at the end of the stream, is refused too (fail closed:
+ * the cell's cached value still shows). A function that runs code, fetches or talks DDE is refused
+ * by {@link REFUSED_FUNCTIONS}, a command equivalent (XLM) always, `HYPERLINK` by its target, and
+ * `PtgNameX` (a name in another workbook, a DDE item, or an add-in function called by name such as
+ * `WEBSERVICE`) always.
+ */
+export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKind | undefined {
+  const u16 = (at: number): number => (rgce[at] ?? 0) | ((rgce[at + 1] ?? 0) << 8);
+  const stack = new OperandStack();
+  let at = 0;
+  while (at < rgce.length) {
+    const ptg = rgce[at] ?? 0;
+    const base = ptg & 0x1f;
+    let size: number | undefined;
+    if ((ptg & 0x60) === 0) {
+      size = dialect.groupSizes.get(ptg);
+      if (size !== undefined) {
+        stack.push(null);
+      } else if (ptg >= 0x03 && ptg <= 0x11) {
+        size = 1; // binary operators
+        stack.reduce(2, ptg === PTG_CONCAT ? stack.peek(2) : null);
+      } else if (ptg >= 0x12 && ptg <= 0x14) {
+        size = 1; // unary operators
+        stack.reduce(1);
+      } else if (ptg === 0x15) {
+        size = 1; // PtgParen
+      } else if (ptg === 0x16) {
+        size = 1; // PtgMissArg
+        stack.push(null);
+      } else if (ptg === 0x17) {
+        const literal = dialect.readString(rgce, at);
+        size = literal.size;
+        if (literal.text !== undefined) stack.push(literal.text);
+      } else if (ptg === 0x19) {
+        // PtgAttr*: a flags byte and 2 bytes; PtgAttrChoose adds (cOffset + 1) offsets.
+        const flags = rgce[at + 1] ?? 0;
+        size = flags & 0x04 ? 4 + 2 * (u16(at + 2) + 1) : 4;
+        // PtgAttrSum: SUM of the operand on top.
+        if (flags & 0x10) stack.reduce(1);
+      } else if (ptg === 0x1c || ptg === 0x1d) {
+        size = 2; // PtgErr, PtgBool
+        stack.push(null);
+      } else if (ptg === 0x1e) {
+        size = 3; // PtgInt
+        stack.push(null);
+      } else if (ptg === 0x1f) {
+        size = 9; // PtgNum
+        stack.push(null);
+      } else {
+        size = dialect.otherToken?.(rgce, at);
+        if (size !== undefined) stack.push(null);
+      }
+    } else if (base === 0x01) {
+      // PtgFunc: a fixed-arity function.
+      const refused = REFUSED_FUNCTIONS.get(u16(at + 1));
+      if (refused) return refused;
+      size = 3;
+      stack.followed = false;
+    } else if (base === 0x02) {
+      // PtgFuncVar: cparams, then the function; the high bit is a command equivalent (XLM).
+      const count = rgce[at + 1] ?? 0;
+      const tab = u16(at + 2);
+      if (tab & 0x8000) return 'xlm-macro';
+      const refused = REFUSED_FUNCTIONS.get(tab);
+      if (refused) return refused;
+      if (tab === HYPERLINK && refusedHyperlink(stack, count)) return 'external-relationship';
+      size = 4;
+      stack.reduce(count);
+    } else if (base === 0x19) {
+      // PtgNameX: a name in another workbook or an add-in (DDE and external names).
+      return 'external-relationship';
+    } else if (dialect.isExternal?.(base, rgce, at) === true) {
+      return 'external-relationship';
+    } else {
+      size = dialect.classedSizes.get(base);
+      // PtgMem*: the subexpression that follows makes the operand.
+      if (base < 0x06 || base > 0x09) stack.push(null);
+    }
+    if (size === undefined) return 'hidden-data';
+    at += size;
+  }
+  return at === rgce.length ? undefined : 'hidden-data';
+}

@@ -7,13 +7,8 @@
  * -> BrtCellBool, BrtFmlaError -> BrtCellError), so the sheet shows the same and computes nothing.
  */
 import type { FindingKind, FindingTally } from '../../findings.ts';
-import {
-  HYPERLINK,
-  OperandStack,
-  PTG_CONCAT,
-  REFUSED_FUNCTIONS,
-  refusedHyperlink,
-} from '../office/formula-tokens.ts';
+import { refusedTokens } from '../office/formula-tokens.ts';
+import type { PtgDialect } from '../office/formula-tokens.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
 
 /** Cell records ([MS-XLSB] 2.4.4-2.4.x): formula record -> plain value record. */
@@ -30,88 +25,11 @@ const SHARED_FORMULA = 427;
 const CELL_BYTES = 8;
 
 /**
- * Why a token stream may not stay, or undefined when it may. The walk follows [MS-XLSB] 2.5.98
- * token sizes; a token it does not know, or a walk that does not end exactly at the end of the
- * stream, is refused too (fail closed: the cached value still shows).
+ * Why a token stream may not stay, or undefined when it may: the shared walk
+ * ({@link refusedTokens}) over [MS-XLSB] 2.5.98 token sizes.
  */
 export function refusedFormula(rgce: Uint8Array): FindingKind | undefined {
-  const u16 = (at: number): number => (rgce[at] ?? 0) | ((rgce[at + 1] ?? 0) << 8);
-  const stack = new OperandStack();
-  let at = 0;
-  while (at < rgce.length) {
-    const ptg = rgce[at] ?? 0;
-    const base = ptg & 0x1f;
-    const classed = (ptg & 0x60) !== 0;
-    let size: number | undefined;
-    if (!classed) {
-      if (ptg === 0x01) {
-        size = 5; // PtgExp: a row of the shared or array formula it follows
-        stack.push(null);
-      } else if (ptg >= 0x03 && ptg <= 0x11) {
-        size = 1; // binary operators
-        stack.reduce(2, ptg === PTG_CONCAT ? stack.peek(2) : null);
-      } else if (ptg >= 0x12 && ptg <= 0x14) {
-        size = 1; // unary operators
-        stack.reduce(1);
-      } else if (ptg === 0x15) {
-        size = 1; // PtgParen
-      } else if (ptg === 0x16) {
-        size = 1; // PtgMissArg
-        stack.push(null);
-      } else if (ptg === 0x17) {
-        size = 3 + 2 * u16(at + 1); // PtgStr: cch, UTF-16 characters
-        if (at + size <= rgce.length) {
-          stack.push(Buffer.from(rgce.subarray(at + 3, at + size)).toString('utf16le'));
-        }
-      } else if (ptg === 0x18 && rgce[at + 1] === 0x19) {
-        size = 14; // PtgList (table reference)
-        stack.push(null);
-      } else if (ptg === 0x19) {
-        // PtgAttr*: a flags byte and 2 bytes; PtgAttrChoose adds (cOffset + 1) offsets.
-        const flags = rgce[at + 1] ?? 0;
-        size = flags & 0x04 ? 4 + 2 * (u16(at + 2) + 1) : 4;
-        // PtgAttrSum: SUM of the operand on top.
-        if (flags & 0x10) stack.reduce(1);
-      } else if (ptg === 0x1c || ptg === 0x1d) {
-        size = 2; // PtgErr, PtgBool
-        stack.push(null);
-      } else if (ptg === 0x1e) {
-        size = 3; // PtgInt
-        stack.push(null);
-      } else if (ptg === 0x1f) {
-        size = 9; // PtgNum
-        stack.push(null);
-      }
-    } else {
-      if (base === 0x01) {
-        // PtgFunc: a fixed-arity function.
-        const refused = REFUSED_FUNCTIONS.get(u16(at + 1));
-        if (refused) return refused;
-        size = 3;
-        stack.followed = false;
-      } else if (base === 0x02) {
-        // PtgFuncVar: cparams, then the function; the high bit is a command equivalent (XLM).
-        const count = rgce[at + 1] ?? 0;
-        const tab = u16(at + 2);
-        if (tab & 0x8000) return 'xlm-macro';
-        const refused = REFUSED_FUNCTIONS.get(tab);
-        if (refused) return refused;
-        if (tab === HYPERLINK && refusedHyperlink(stack, count)) return 'external-relationship';
-        size = 4;
-        stack.reduce(count);
-      } else if (base === 0x19) {
-        // PtgNameX: a name in another workbook or an add-in (DDE and external names).
-        return 'external-relationship';
-      } else {
-        size = CLASSED_SIZES.get(base);
-        // PtgMem*: the subexpression that follows makes the operand.
-        if (base < 0x06 || base > 0x09) stack.push(null);
-      }
-    }
-    if (size === undefined) return 'hidden-data';
-    at += size;
-  }
-  return at === rgce.length ? undefined : 'hidden-data';
+  return refusedTokens(rgce, BIFF12);
 }
 
 /** Sizes (token included) of the tokens with a class in bits 5-6 ([MS-XLSB] 2.5.98.x). */
@@ -133,6 +51,20 @@ const CLASSED_SIZES: ReadonlyMap<number, number> = new Map([
   [0x1c, 9], // PtgRefErr3d
   [0x1d, 15], // PtgAreaErr3d
 ]);
+
+/** The BIFF12 token stream ([MS-XLSB] 2.5.98). */
+const BIFF12: PtgDialect = {
+  classedSizes: CLASSED_SIZES,
+  groupSizes: new Map([[0x01, 5]]), // PtgExp: a row of the shared or array formula it follows
+  readString: (rgce, at) => {
+    // PtgStr: cch (2 bytes), then UTF-16 characters.
+    const size = 3 + 2 * ((rgce[at + 1] ?? 0) | ((rgce[at + 2] ?? 0) << 8));
+    if (at + size > rgce.length) return { size };
+    return { size, text: Buffer.from(rgce.subarray(at + 3, at + size)).toString('utf16le') };
+  },
+  // PtgList (a table reference): 0x18 then 0x19.
+  otherToken: (rgce, at) => (rgce[at] === 0x18 && rgce[at + 1] === 0x19 ? 14 : undefined),
+};
 
 /**
  * The token stream of a formula that starts at `offset` of a record: CellParsedFormula and its

@@ -18,6 +18,7 @@ import {
   buildOfficeDocument,
   buildWordBinary,
   withZip64End,
+  convertWithLibreOffice,
 } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -189,19 +190,7 @@ afterAll(async () => {
 
 /** Headless LibreOffice converting `files` to `format` into `out`, with this test's profile. */
 function libreOfficeConvert(format: string, out: string, files: readonly string[]): void {
-  execFileSync(
-    'soffice',
-    [
-      `-env:UserInstallation=file://${join(dir, 'profile')}`,
-      '--headless',
-      '--convert-to',
-      format,
-      '--outdir',
-      out,
-      ...files,
-    ],
-    { stdio: 'ignore', timeout: 240_000 },
-  );
+  convertWithLibreOffice({ to: format, outDir: out, files, profileDir: join(dir, 'profile') });
 }
 
 /** LibreOffice's text of every file in `folder`, converted in one headless run. */

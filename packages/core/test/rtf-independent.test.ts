@@ -24,6 +24,7 @@ import {
   rtfHex,
   rtfPicture,
   withRtfBody,
+  convertWithLibreOffice,
 } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -38,19 +39,7 @@ const cases: { name: string; input: Uint8Array; output: Uint8Array; shown: strin
 
 /** Headless LibreOffice converting `files` to `format` into `out`, with this test's profile. */
 function libreOfficeConvert(format: string, out: string, files: readonly string[]): void {
-  execFileSync(
-    'soffice',
-    [
-      `-env:UserInstallation=file://${join(dir, 'profile')}`,
-      '--headless',
-      '--convert-to',
-      format,
-      '--outdir',
-      out,
-      ...files,
-    ],
-    { stdio: 'ignore', timeout: 240_000 },
-  );
+  convertWithLibreOffice({ to: format, outDir: out, files, profileDir: join(dir, 'profile') });
 }
 
 /**

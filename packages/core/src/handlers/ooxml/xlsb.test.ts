@@ -15,6 +15,7 @@ import {
   seededRandom,
   XLSB_RECORDS as R,
   xlsbRecord,
+  convertWithLibreOffice,
 } from '@disarm/fixtures';
 import type { BinaryWorkbookOptions } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -763,20 +764,13 @@ describe('xlsb outputs, as independent readers see them', () => {
   /** Every sheet of every workbook in `folder` as LibreOffice writes it to CSV, by file-sheet. */
   async function libreOfficeCsv(folder: string): Promise<Record<string, string>> {
     const out = join(folder, 'csv');
-    execFileSync(
-      'soffice',
-      [
-        `-env:UserInstallation=file://${join(work, 'profile')}`,
-        '--headless',
-        '--convert-to',
-        // Token 12 = -1: one CSV file per sheet (named file-Sheet.csv).
-        'csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1',
-        '--outdir',
-        out,
-        ...cases.map(([name]) => join(folder, `${name}.xlsb`)),
-      ],
-      { stdio: 'ignore', timeout: 240_000 },
-    );
+    convertWithLibreOffice({
+      // Token 12 = -1: one CSV file per sheet (named file-Sheet.csv).
+      to: 'csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1',
+      outDir: out,
+      files: cases.map(([name]) => join(folder, `${name}.xlsb`)),
+      profileDir: join(work, 'profile'),
+    });
     const texts: Record<string, string> = {};
     for (const file of await readdir(out)) {
       texts[file.replace(/\.csv$/, '')] = (await readFile(join(out, file), 'utf8')).trim();

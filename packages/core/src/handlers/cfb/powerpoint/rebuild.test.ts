@@ -29,6 +29,7 @@ import {
   withDocumentStream,
   withHeaderToken,
   writePowerPoint,
+  convertWithLibreOffice,
 } from '@disarm/fixtures';
 import type { PowerPointModel } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,19 +71,7 @@ afterAll(async () => {
 });
 
 function libreOffice(format: string, out: string, files: readonly string[]): void {
-  execFileSync(
-    'soffice',
-    [
-      `-env:UserInstallation=file://${join(dir, 'profile')}`,
-      '--headless',
-      '--convert-to',
-      format,
-      '--outdir',
-      out,
-      ...files,
-    ],
-    { stdio: 'ignore', timeout: 240_000 },
-  );
+  convertWithLibreOffice({ to: format, outDir: out, files, profileDir: join(dir, 'profile') });
 }
 
 /** LibreOffice's text of each file, through PDF and pdftotext. */

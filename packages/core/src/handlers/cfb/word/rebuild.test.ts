@@ -10,6 +10,7 @@ import {
   damageCompoundFile,
   EICAR_TEST_FILE,
   olefileListing,
+  convertWithLibreOffice,
 } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
@@ -150,20 +151,12 @@ describe('Word 97-2003 rebuild', () => {
       expect(verdicts['in.doc']).toBe('Disarm.Doc.Ole10Native.UNOFFICIAL');
       expect(verdicts['out.doc']).toBe('OK');
       const pdfs = join(dir, 'pdf');
-      execFileSync(
-        'soffice',
-        [
-          `-env:UserInstallation=file://${join(dir, 'profile')}`,
-          '--headless',
-          '--convert-to',
-          'pdf',
-          '--outdir',
-          pdfs,
-          join(dir, 'files', 'in.doc'),
-          join(dir, 'files', 'out.doc'),
-        ],
-        { stdio: 'ignore', timeout: 240_000 },
-      );
+      convertWithLibreOffice({
+        to: 'pdf',
+        outDir: pdfs,
+        files: [join(dir, 'files', 'in.doc'), join(dir, 'files', 'out.doc')],
+        profileDir: join(dir, 'profile'),
+      });
       const text = (name: string): string =>
         execFileSync('pdftotext', [join(pdfs, `${name}.pdf`), '-'], { encoding: 'utf8' })
           .replace(/\s+/g, '')

@@ -18,12 +18,13 @@
  * ```
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { writeResultsFile } from './results-file.ts';
+
 import CFB from 'cfb';
-import { format, resolveConfig } from 'prettier';
 import sharp from 'sharp';
 
 import { disarm } from '@disarm/core';
@@ -47,7 +48,6 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const OUT_DIR = join(BENCH_DIR, '.out', 'cfb-bench');
 const RESULTS = join(BENCH_DIR, 'RESULTS-cfb.md');
 /** Everything from this line on in RESULTS-cfb.md is kept across runs. */
-const ANALYSIS_MARKER = '<!-- analysis: kept across runs of the bench -->';
 const CALLS = 5;
 const TIMEOUT_MS = 600_000;
 const DATA_BYTES = 19 * 1024 * 1024;
@@ -264,10 +264,6 @@ async function main(): Promise<void> {
     );
     console.log(rows.at(-1));
   }
-  const previous = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '';
-  const kept = previous.includes(ANALYSIS_MARKER)
-    ? previous.slice(previous.indexOf(ANALYSIS_MARKER))
-    : `${ANALYSIS_MARKER}\n`;
   const written = [
     '# Word, Excel and PowerPoint 97-2003 results',
     '',
@@ -276,13 +272,8 @@ async function main(): Promise<void> {
     '| document | MB | ours (wall / RSS) | ours call | floor: cfb read + write (wall / RSS) | floor call | LibreOffice re-save (wall / RSS) | ours call / floor call | ours wall / floor wall | LibreOffice / ours wall | LibreOffice / ours call |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...rows,
-    '',
-    kept,
   ].join('\n');
-  writeFileSync(
-    RESULTS,
-    await format(written, { ...(await resolveConfig(RESULTS)), filepath: RESULTS }),
-  );
+  await writeResultsFile(RESULTS, written);
 }
 
 const oneAt = process.argv.indexOf('--one');

@@ -21,6 +21,7 @@ import type { Limits } from './limits.ts';
 import { mediaTypeOf } from './outcome.ts';
 import type { Outcome } from './outcome.ts';
 import type { Policy } from './policy.ts';
+import type { Renderer } from './render/renderer.ts';
 import { builtinScanner } from './scan/eicar.ts';
 import type { Scanner } from './scan/scanner.ts';
 import { verifyBeforeRelease } from './verify/verify.ts';
@@ -52,6 +53,12 @@ export interface DisarmOptions {
    * example ClamAV through `createClamdScanner`) in production.
    */
   readonly scanners?: readonly Scanner[];
+  /**
+   * Renderers for the formats returned as PDF (svg, html, htm, ods, odp), asked in order: the
+   * first that lists a document's kind draws it. What it draws is sanitised first and its PDF
+   * rebuilt and verified like a submitted one. Default: none.
+   */
+  readonly renderers?: readonly Renderer[];
   /** Abort processing; the call then throws {@link DisarmError} `ERR_TIMEOUT`. */
   readonly signal?: AbortSignal;
 }
@@ -97,6 +104,7 @@ export async function disarm(source: DisarmSource, options: DisarmOptions = {}):
       limits,
       policy,
       scanners,
+      renderers: options.renderers ?? [],
       deadline,
       budget: new ExpansionBudget(limits.maxBytes),
       entries: new EntryBudget(limits.maxEntries),

@@ -21,6 +21,13 @@ export {
 export type { ContentKind, FormatFamily, FormatRow, SupportedExtension } from './formats.ts';
 export { builtinScanner, EICAR_THREAT_NAME, isEicar } from './scan/eicar.ts';
 export type { ScanContext, Scanner } from './scan/scanner.ts';
+export type {
+  RenderInput,
+  RenderKind,
+  RenderOptions,
+  Renderer,
+  RendererStatus,
+} from './render/renderer.ts';
 export {
   createClamdScanner,
   DEFAULT_CLAMD_CONNECT_TIMEOUT_MS,

@@ -23,6 +23,7 @@ export function engineContext(timeoutMs = DEFAULT_LIMITS.timeoutMs): EngineConte
     limits,
     policy: {},
     scanners: [],
+    renderers: [],
     deadline: new Deadline(timeoutMs),
     budget: new ExpansionBudget(limits.maxBytes),
     entries: new EntryBudget(limits.maxEntries),

@@ -3,6 +3,7 @@ import type { FormatFamily, FormatRow } from '../formats.ts';
 import type { DecodeGate } from '../_internal/concurrency.ts';
 import type { Deadline, EntryBudget, ExpansionBudget, Limits } from '../limits.ts';
 import type { Policy } from '../policy.ts';
+import type { Renderer } from '../render/renderer.ts';
 import type { Scanner } from '../scan/scanner.ts';
 
 /** A file or archive member on its way through the engine. */
@@ -69,6 +70,8 @@ export interface EngineContext {
   readonly limits: Limits;
   readonly policy: Policy;
   readonly scanners: readonly Scanner[];
+  /** Renderers of the formats returned as PDF, asked in order (see `render/convert.ts`). */
+  readonly renderers: readonly Renderer[];
   readonly deadline: Deadline;
   readonly budget: ExpansionBudget;
   /** Archive entries counted across the whole tree, against `maxEntries`. */

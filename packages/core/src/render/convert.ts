@@ -1,0 +1,62 @@
+import { DisarmError, isDisarmError } from '../errors.ts';
+import { formatForFileName } from '../formats.ts';
+import { pdfHandler } from '../handlers/pdf/handler.ts';
+import type { DetectedFile, EngineContext, HandlerOutput } from '../handlers/types.ts';
+import type { RenderInput, Renderer } from './renderer.ts';
+
+/**
+ * The renderer that draws `kind`: the first of the configured renderers that lists it.
+ * @throws {DisarmError} `ERR_NOT_YET_SUPPORTED` when none does.
+ */
+export function rendererFor(kind: RenderInput['kind'], context: EngineContext): Renderer {
+  const renderer = context.renderers.find((candidate) => candidate.kinds.includes(kind));
+  if (renderer === undefined) {
+    throw new DisarmError('ERR_NOT_YET_SUPPORTED', `no renderer is configured for ${kind}`);
+  }
+  return renderer;
+}
+
+/**
+ * Renders a sanitised document to PDF and rebuilds that PDF like a submitted one, so what a
+ * renderer wrote (its JavaScript, actions, attachments, metadata) never leaves the engine
+ * unchecked. The findings are the sanitiser's (`findings`) and the PDF rebuild's together.
+ * @throws {DisarmError} `ERR_TIMEOUT` when the render runs past the document's time budget.
+ */
+export async function convertToPdf(
+  input: RenderInput,
+  source: DetectedFile,
+  findings: HandlerOutput['findings'],
+  context: EngineContext,
+): Promise<HandlerOutput> {
+  const renderer = rendererFor(input.kind, context);
+  context.deadline.check();
+  let pdf: Uint8Array;
+  try {
+    pdf = await context.deadline.race(
+      renderer.render(input, { signal: context.signal, timeoutMs: context.deadline.remainingMs() }),
+    );
+  } catch (error) {
+    if (isDisarmError(error)) throw error;
+    throw new DisarmError('ERR_INTERNAL', `the ${renderer.name} renderer failed`, {
+      cause: error,
+    });
+  }
+  const rebuilt = await pdfHandler.rebuild(asPdf(pdf, source), context);
+  return { bytes: rebuilt.bytes, findings: [...findings, ...rebuilt.findings] };
+}
+
+/** Verify before release of a converted output: the PDF family's checks on the written PDF. */
+export async function verifyConverted(
+  output: HandlerOutput,
+  source: DetectedFile,
+  context: EngineContext,
+): Promise<void> {
+  await pdfHandler.verify(output, asPdf(output.bytes, source), context);
+}
+
+/** The rendered bytes as a PDF file named after the source. */
+function asPdf(bytes: Uint8Array, source: DetectedFile): DetectedFile {
+  const format = formatForFileName('rendered.pdf');
+  if (format === undefined) throw new TypeError('pdf is missing from the allowlist');
+  return { bytes, fileName: `${source.fileName}.pdf`, format };
+}

@@ -1,10 +1,6 @@
-import { u16le, u32le } from '../../../_internal/bytes.ts';
 import { Rejection } from '../../../_internal/rejection.ts';
-
-/** [MS-PPT] 2.3.1 RecordHeader: recVer/recInstance (2 bytes), recType (2), recLen (4). */
-export const RECORD_HEADER_BYTES = 8;
-/** [MS-PPT] 2.3.1: `recVer` 0xF marks a container, whose body is a run of records. */
-const CONTAINER_VERSION = 0xf;
+import { artChildren, isContainer, readArtRecord } from '../office-art.ts';
+import type { ArtRecord } from '../office-art.ts';
 
 /**
  * Containers nested inside one another within one persist object. PowerPoint nests a slide's
@@ -47,18 +43,11 @@ export const RT = {
   officeArtFbse: 0xf007,
 } as const;
 
-/** One record of the `PowerPoint Document` stream, its header read and its extent checked. */
-export interface PptRecord {
-  readonly recVer: number;
-  readonly recInstance: number;
-  readonly recType: number;
-  /** Offset of the header in the stream. */
-  readonly offset: number;
-  /** Offset of the body, past the header. */
-  readonly body: number;
-  /** Offset past the body. */
-  readonly end: number;
-}
+/** One record of the `PowerPoint Document` stream ([MS-PPT] 2.3.1 is [MS-ODRAW]'s header). */
+export type PptRecord = ArtRecord;
+
+/** The presentation as a rejection's detail names it. */
+const WHAT = 'the PowerPoint presentation';
 
 /**
  * The record whose header starts at `offset`, its body within `limit` (the enclosing container's
@@ -66,34 +55,7 @@ export interface PptRecord {
  * @throws {Rejection} `invalid_file` when the header or body runs past `limit`.
  */
 export function readRecord(bytes: Uint8Array, offset: number, limit: number): PptRecord {
-  if (!Number.isSafeInteger(offset) || offset < 0 || offset + RECORD_HEADER_BYTES > limit) {
-    throw new Rejection(
-      'invalid_file',
-      `the PowerPoint presentation has a record header at offset ${offset} past the end of its container`,
-    );
-  }
-  const versionAndInstance = u16le(bytes, offset);
-  const body = offset + RECORD_HEADER_BYTES;
-  const end = body + u32le(bytes, offset + 4);
-  if (end > limit) {
-    throw new Rejection(
-      'invalid_file',
-      `the PowerPoint presentation has a record at offset ${offset} whose length runs past the end of its container`,
-    );
-  }
-  return {
-    recVer: versionAndInstance & 0xf,
-    recInstance: versionAndInstance >> 4,
-    recType: u16le(bytes, offset + 2),
-    offset,
-    body,
-    end,
-  };
-}
-
-/** Whether `record` is a container ([MS-PPT] 2.3.1 `recVer` 0xF). */
-export function isContainer(record: PptRecord): boolean {
-  return record.recVer === CONTAINER_VERSION;
+  return readArtRecord(bytes, offset, limit, WHAT);
 }
 
 /**
@@ -101,14 +63,7 @@ export function isContainer(record: PptRecord): boolean {
  * @throws {Rejection} `invalid_file` when a child runs past the container.
  */
 export function childrenOf(bytes: Uint8Array, container: PptRecord): PptRecord[] {
-  const children: PptRecord[] = [];
-  // Every record is at least a header long, so the loop ends within body/8 turns.
-  for (let offset = container.body; offset < container.end;) {
-    const child = readRecord(bytes, offset, container.end);
-    children.push(child);
-    offset = child.end;
-  }
-  return children;
+  return artChildren(bytes, container, WHAT);
 }
 
 /**

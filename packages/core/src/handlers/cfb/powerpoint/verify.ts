@@ -2,16 +2,11 @@ import { openCompoundFile } from '../../../_internal/cfb-reader.ts';
 import { Rejection } from '../../../_internal/rejection.ts';
 import type { HandlerOutput } from '../../types.ts';
 import { VerifyFailure } from '../../types.ts';
+import { isBlipType } from '../office-art.ts';
 import { parseCurrentUser, readCurrentEdit } from './persist.ts';
 import { readRecord, RT, walkRecords } from './records.ts';
 import { removalOf } from './screen.ts';
-import {
-  CURRENT_USER_STREAM,
-  DOCUMENT_STREAM,
-  FIRST_BLIP_TYPE,
-  LAST_BLIP_TYPE,
-  PICTURES_STREAM,
-} from './rebuild.ts';
+import { CURRENT_USER_STREAM, DOCUMENT_STREAM, PICTURES_STREAM } from './rebuild.ts';
 
 const KEPT_STREAMS: ReadonlySet<string> = new Set([
   CURRENT_USER_STREAM,
@@ -101,7 +96,7 @@ function check(bytes: Uint8Array): void {
 function checkPictures(pictures: Uint8Array): void {
   for (let offset = 0; offset < pictures.length;) {
     const record = readRecord(pictures, offset, pictures.length);
-    if (record.recType < FIRST_BLIP_TYPE || record.recType > LAST_BLIP_TYPE) {
+    if (!isBlipType(record.recType)) {
       throw new VerifyFailure(
         'ppt.pictures',
         `the Pictures stream holds a record of type 0x${record.recType.toString(16)}`,

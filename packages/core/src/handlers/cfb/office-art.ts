@@ -14,6 +14,7 @@ import type { MetafileKind } from '../image/metafile/metafile.ts';
 import type { MetafileLimits } from '../image/metafile/types.ts';
 import { assertPixelsOnly } from '../image/verify.ts';
 import { decodeBmp } from '../image/bmp/decode.ts';
+import { VerifyFailure } from '../types.ts';
 import type { DetectedFile, EngineContext } from '../types.ts';
 
 /** [MS-ODRAW] 2.2.1 OfficeArtRecordHeader: recVer/recInstance (2 bytes), recType (2), recLen (4). */
@@ -265,7 +266,6 @@ function refuse({ findings }: PictureRebuild): void {
  * pictures pass: a raster picture holds pixels only, a metafile is deflated as the rebuild writes
  * it and holds only kept records, a DIB is exactly a header, colour table and bits the BMP decoder
  * reads. Returns what is wrong, or `undefined`.
- * @throws {VerifyFailure} from the image checks, naming the first failed one.
  */
 export function checkBlip(
   bytes: Uint8Array,
@@ -282,7 +282,12 @@ export function checkBlip(
   if (blip.end - blip.body < prefix) return 'a picture record shorter than its header';
   const data = bytes.subarray(blip.body + prefix, blip.end);
   if (raster !== undefined) {
-    assertPixelsOnly(data, raster);
+    try {
+      assertPixelsOnly(data, raster);
+    } catch (error) {
+      if (error instanceof VerifyFailure) return `a ${raster} picture: ${error.message}`;
+      throw error;
+    }
     return undefined;
   }
   if (metafile !== undefined) {

@@ -5,12 +5,19 @@ import { join } from 'node:path';
 
 import {
   ACTIVE_CONTENT_SIGNATURES,
+  buildImage,
   buildWordBinary,
   clamscanVerdicts,
   damageCompoundFile,
   EICAR_TEST_FILE,
+  ensureExiftool,
+  exiftoolTags,
+  exiftoolWrite,
   olefileListing,
   convertWithLibreOffice,
+  pngChunk,
+  unexpectedImageTags,
+  withPngChunks,
 } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
@@ -30,6 +37,63 @@ import { verifyWordBinary } from './verify.ts';
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
 const TEMPLATE = '\\\\attacker.example\\share\\evil.dotm';
 const utf16 = (text: string): Buffer => Buffer.from(text, 'utf16le');
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const PNG_END = Buffer.from('IEND');
+
+/** The PNG pictures a stream holds, cut from their signature to their IEND chunk. */
+function pngsIn(stream: Buffer): Buffer[] {
+  const pngs: Buffer[] = [];
+  for (
+    let at = stream.indexOf(PNG_SIGNATURE);
+    at >= 0;
+    at = stream.indexOf(PNG_SIGNATURE, at + 1)
+  ) {
+    const end = stream.indexOf(PNG_END, at);
+    if (end > at) pngs.push(stream.subarray(at, end + 8));
+  }
+  return pngs;
+}
+
+/** A stream of a compound file, as python-olefile reads it. */
+function streamOf(bytes: Uint8Array, path: string): Buffer {
+  return Buffer.from(
+    olefileListing(bytes).entries.find((entry) => entry.path === path)?.hex ?? '',
+    'hex',
+  );
+}
+
+/** Text and the number of pictures LibreOffice draws for each file, read from its PDF export. */
+function drawnByLibreOffice(
+  files: Record<string, Uint8Array>,
+): Record<string, { text: string; images: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'word-pictures-'));
+  try {
+    mkdirSync(join(dir, 'files'));
+    for (const [name, bytes] of Object.entries(files))
+      writeFileSync(join(dir, 'files', name), bytes);
+    const pdfs = join(dir, 'pdf');
+    convertWithLibreOffice({
+      to: 'pdf',
+      outDir: pdfs,
+      files: Object.keys(files).map((name) => join(dir, 'files', name)),
+      profileDir: join(dir, 'profile'),
+    });
+    const drawn: Record<string, { text: string; images: number }> = {};
+    for (const name of Object.keys(files)) {
+      const pdf = join(pdfs, name.replace(/\.doc$/, '.pdf'));
+      drawn[name] = {
+        text: execFileSync('pdftotext', [pdf, '-'], { encoding: 'utf8' }).replace(/\s+/g, ''),
+        images: execFileSync('pdfimages', ['-list', pdf], { encoding: 'utf8' })
+          .trim()
+          .split('\n')
+          .slice(2).length,
+      };
+    }
+    return drawn;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 async function rebuild(bytes: Uint8Array, fileName = 'f.doc'): Promise<Buffer> {
   return Buffer.from(cleaned(await disarm({ bytes, fileName })).bytes);
@@ -133,10 +197,9 @@ describe('Word 97-2003 rebuild', () => {
     const output = Buffer.from(outcome.bytes);
     expect(output.includes(utf16('EMBED'))).toBe(false);
     expect(output.includes(Buffer.from('calc.exe'))).toBe(false);
-    // The preview picture's PICF and metafile stay in the Data stream as they were.
-    const dataOf = (bytes: Uint8Array): string | undefined =>
-      olefileListing(bytes).entries.find((entry) => entry.path === 'Data')?.hex;
-    expect(dataOf(outcome.bytes)).toBe(dataOf(input));
+    // The preview picture stays in the Data stream, its metafile rebuilt rather than copied.
+    expect(streamOf(outcome.bytes, 'Data').length).toBeGreaterThan(0);
+    expect(streamOf(outcome.bytes, 'Data').equals(streamOf(input, 'Data'))).toBe(false);
 
     // Independent judges: ClamAV flags the package in the input and nothing in the output;
     // LibreOffice draws the preview (its icon a bitmap, its caption text) in both, with the
@@ -172,6 +235,76 @@ describe('Word 97-2003 rebuild', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  }, 300_000);
+
+  it('rebuilds inline, floating and preview pictures: nothing of theirs is copied', async () => {
+    ensureExiftool();
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const inline = withPngChunks(png, [pngChunk('tEXt', 'Comment\0INLINE-SECRET')]);
+    const floating = exiftoolWrite(png, 'png', ['-EXIF:Artist=FLOATING-SECRET']);
+    const input = await buildWordBinary({
+      texts: TEXTS,
+      picture: inline,
+      floatingPicture: floating,
+      embeddedObject: true,
+    });
+    // LibreOffice stores the PNGs as they were: the inline one in the Data stream (a PICF and
+    // its BLIP), the floating one in the WordDocument stream, named by the drawings' BLIP store.
+    expect(pngsIn(streamOf(input, 'Data')).some((p) => p.includes('INLINE-SECRET'))).toBe(true);
+    expect(pngsIn(streamOf(input, 'WordDocument')).some((p) => p.includes('FLOATING-SECRET'))).toBe(
+      true,
+    );
+
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
+    expect(findingsOf(outcome)).toEqual({ 'embedded-object': 1, 'image-metadata': 2 });
+    const output = Buffer.from(outcome.bytes);
+    for (const secret of ['INLINE-SECRET', 'FLOATING-SECRET']) {
+      expect(output.includes(Buffer.from(secret)), secret).toBe(false);
+    }
+    // Independent judge: exiftool reads nothing but pixels and structure in each picture kept.
+    const pictures = [
+      ...pngsIn(streamOf(output, 'Data')),
+      ...pngsIn(streamOf(output, 'WordDocument')),
+    ];
+    expect(pictures).toHaveLength(2);
+    for (const picture of pictures)
+      expect(unexpectedImageTags(exiftoolTags(picture, 'png'))).toEqual([]);
+
+    // LibreOffice reads the same text and draws the same pictures (two PNGs and the preview's
+    // icon) from the output as from the input.
+    const drawn = drawnByLibreOffice({ 'in.doc': input, 'out.doc': output });
+    expect(drawn['out.doc']).toEqual(drawn['in.doc']);
+    expect(drawn['out.doc']?.images).toBe(3);
+    expect(drawn['out.doc']?.text).toContain('Besidethefloatingpicture');
+
+    const again = cleaned(await disarm({ bytes: output, fileName: 'f.doc' }));
+    expect(again.findings).toEqual([]);
+    expect(Buffer.from(again.bytes).equals(output)).toBe(true);
+  }, 300_000);
+
+  it('drops a picture that does not rebuild and keeps the document readable', async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, picture: png });
+    // The picture's pixel data broken where it is: the PNG no longer decodes.
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    const children = root.children.map((child) => {
+      if (child.kind !== 'stream' || child.name !== 'Data') return child;
+      const data = Buffer.from(child.content);
+      const idat = data.indexOf('IDAT');
+      data.fill(0x5a, idat + 4, idat + 24);
+      return { ...child, content: data };
+    });
+    const damaged = writeCompoundFile({ ...root, children });
+    const outcome = cleaned(await disarm({ bytes: damaged, fileName: 'f.doc' }));
+    expect(findingsOf(outcome)).toEqual({ 'hidden-data': 1 });
+    expect(olefileListing(outcome.bytes).entries.map((entry) => entry.path)).toEqual([
+      '1Table',
+      'WordDocument',
+    ]);
+    const drawn = drawnByLibreOffice({ 'in.doc': input, 'out.doc': outcome.bytes });
+    expect(drawn['out.doc']?.text).toBe(drawn['in.doc']?.text);
+    expect(drawn['in.doc']?.images).toBe(1);
+    expect(drawn['out.doc']?.images).toBe(0);
   }, 300_000);
 
   it('scans every stream of an object before it drops it', async () => {
@@ -294,6 +427,18 @@ describe('Word 97-2003 rebuild', () => {
     expect(await failure(vba, (name) => streams(name) || name === 'Macros')).toBe('cfb.entries');
     const dot = await buildWordBinary({ texts: TEXTS, template: TEMPLATE });
     expect(await failure(dot, streams)).toBe('word.template');
+    // Summary information is never written: the allowlist of streams holds it out.
+    expect(await failure(dot, (name) => streams(name) || name === '\u0005SummaryInformation')).toBe(
+      'cfb.entries',
+    );
+    // A picture copied as it was, its text chunk and its BLIP store entry's place kept.
+    const pictured = await buildWordBinary({
+      texts: TEXTS,
+      picture: withPngChunks(await buildImage('png'), [pngChunk('tEXt', 'Comment\0kept')]),
+    });
+    expect(await failure(pictured, (name) => streams(name) || name === 'Data')).toBe(
+      'word.pictures',
+    );
     // An object's field blanked, its storage gone, but its characters still OLE objects.
     const object = await buildWordBinary({ texts: TEXTS, embeddedObject: true });
     const { root } = parseCompoundFile(object, { what: 'input', maxBytes: 1e8 });

@@ -37,8 +37,8 @@ export const ART = {
   fbse: 0xf007,
 } as const;
 /** [MS-ODRAW] 2.2.23: the OfficeArtBlip record types. */
-export const FIRST_BLIP_TYPE = 0xf018;
-export const LAST_BLIP_TYPE = 0xf117;
+const FIRST_BLIP_TYPE = 0xf018;
+const LAST_BLIP_TYPE = 0xf117;
 
 /** [MS-ODRAW] 2.2.24-2.2.31: a BLIP's MD4 UIDs, one or (odd `recInstance`) two. */
 const UID_BYTES = 16;

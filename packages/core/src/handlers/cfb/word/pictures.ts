@@ -16,11 +16,9 @@ import {
 } from '../office-art.ts';
 import type { ArtRecord, PictureRebuild } from '../office-art.ts';
 import { characterGrpprls, SPRM, sprmsOf } from './chpx.ts';
-import { fcLcb } from './fib.ts';
+import { FC_LCB, fcLcb } from './fib.ts';
 import type { Fib } from './fib.ts';
 
-/** [MS-DOC] 2.5.5 FibRgFcLcb97: fcDggInfo, the drawings' OfficeArtContent in the table stream. */
-export const FC_LCB_DGG_INFO = 50;
 /** [MS-DOC] 2.5.4 FibRgLw97.cbMac: the bytes of the WordDocument stream that have meaning. */
 const CB_MAC_OFFSET = 64;
 /** [MS-DOC] 2.9.158 PICF: its size (cbHeader), and the offset of mfpf.mm. */
@@ -34,7 +32,7 @@ const MM_SHAPEFILE = 0x0066;
  * nothing: past the end of any Data stream this engine writes (it stays under the size ceiling),
  * so no reader finds a picture there. LibreOffice writes the same value as an object's name.
  */
-export const NO_PICTURE = 0x7fffffff;
+const NO_PICTURE = 0x7fffffff;
 /** [MS-DOC] 2.9.192: LibreOffice and Word start each entry of the Data stream on 4 bytes. */
 export const DATA_ALIGNMENT = 4;
 
@@ -99,8 +97,8 @@ export interface WordStreams {
  * Floating pictures: each BLIP store entry of the drawings (fcDggInfo) whose picture lies in
  * the delay stream (the WordDocument stream, [MS-DOC] 2.9.172) has that picture rebuilt and
  * written where it was when it fits, the rest of its place zeroed, or at the end of the stream
- * (FibRgLw97.cbMac grown to cover it); a refused one is zeroed and its entry names none. Entry
- * names are zeroed.
+ * (FibRgLw97.cbMac grown to cover it); a refused one is zeroed and its entry names none, as
+ * does an entry whose place holds no picture of its size. Entry names are zeroed.
  * @returns the WordDocument stream (a new one when it grew) and the new Data stream.
  * @throws {Rejection} `invalid_file` for a drawing table that does not fit or pictures that
  *   overlap; a threat or the size budget from a picture's rebuild.
@@ -245,7 +243,7 @@ export function drawingBlipEntries(
   fib: Fib,
   what: string,
 ): ArtRecord[] {
-  const { fc, lcb } = fcLcb(word, fib, FC_LCB_DGG_INFO);
+  const { fc, lcb } = fcLcb(word, fib, FC_LCB.dggInfo);
   if (lcb === 0) return [];
   if (fc + lcb > table.length) {
     throw new Rejection(
@@ -311,13 +309,13 @@ async function rebuildDelayedPictures(
   let end = word.length;
   for (const [delay, size] of sorted) {
     rebuild.context.deadline.check();
-    let rebuilt: Uint8Array | undefined;
     const blip = recordAt(word, delay, delay + size);
-    if (blip !== undefined && isBlipType(blip.recType) && blip.end === delay + size) {
-      rebuilt = await rebuildBlip(word, blip, moved.size, rebuild);
-    } else {
-      rebuild.findings.add('hidden-data');
+    if (blip === undefined || !isBlipType(blip.recType) || blip.end !== delay + size) {
+      // No picture is there, so nothing there is the picture's to clear: the entry names none.
+      moved.set(delay, { offset: NOT_DELAYED, size: 0 });
+      continue;
     }
+    const rebuilt = await rebuildBlip(word, blip, moved.size, rebuild);
     word.fill(0, delay, delay + size);
     if (rebuilt === undefined) {
       moved.set(delay, { offset: NOT_DELAYED, size: 0 });

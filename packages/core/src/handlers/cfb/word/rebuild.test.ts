@@ -29,6 +29,7 @@ import { VerifyFailure } from '../../types.ts';
 import { NO_CLSID } from '../../../_internal/cfb/tree.ts';
 import type { CompoundNode, CompoundStorage } from '../../../_internal/cfb/tree.ts';
 import { FindingTally } from '../../../findings.ts';
+import { artChildren, readArtRecord } from '../office-art.ts';
 import { neutraliseFields } from './fields.ts';
 import { parseFib } from './fib.ts';
 import { scanObjectPool } from './objects.ts';
@@ -306,6 +307,67 @@ describe('Word 97-2003 rebuild', () => {
     expect(drawn['in.doc']?.images).toBe(1);
     expect(drawn['out.doc']?.images).toBe(0);
   }, 300_000);
+
+  it('rebuilds or rejects a document whose picture structures are damaged, never failing', async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, picture: png, floatingPicture: png });
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    const content = (name: string): Buffer => {
+      const child = root.children.find((entry) => entry.name === name);
+      if (child?.kind !== 'stream') throw new Error(`LibreOffice wrote no ${name}`);
+      return Buffer.from(child.content);
+    };
+    const word = content('WordDocument');
+    const table = content('1Table');
+    const data = content('Data');
+    // The inline picture: its PICF at 0, the shape, then its BLIP store entry and BLIP.
+    const shape = readArtRecord(data, 68, data.length, 'x');
+    const inlineEntry = readArtRecord(data, shape.end, data.length, 'x');
+    // The floating picture: the BLIP store entry of the drawings ([MS-DOC] fcDggInfo).
+    const dggInfo = word.readUInt32LE(154 + 50 * 8);
+    const [store] = artChildren(
+      table,
+      readArtRecord(table, dggInfo, table.length, 'x'),
+      'x',
+    ).filter((child) => child.recType === 0xf001);
+    if (!store) throw new Error('LibreOffice wrote no BLIP store');
+    const [entry] = artChildren(table, store, 'x');
+    if (!entry) throw new Error('LibreOffice wrote no BLIP store entry');
+    const delay = table.readUInt32LE(entry.body + 28);
+    const damages: [string, number, number][] = [
+      ['Data', 0, 0xffffffff],
+      ['Data', 0, 10],
+      ['Data', 4, 0],
+      ['Data', 6, 8],
+      ['Data', shape.offset + 4, 0x7fffffff],
+      ['Data', inlineEntry.offset + 4, 3],
+      ['Data', inlineEntry.body + 40, 0xfffffff0],
+      ['1Table', entry.body + 20, 0xffffffff],
+      ['1Table', entry.body + 28, 0xfffffff0],
+      ['1Table', entry.body + 28, 0],
+      ['1Table', store.offset + 4, 0x7fffffff],
+      ['WordDocument', delay + 4, 3],
+    ];
+    for (const [name, offset, value] of damages) {
+      const children = root.children.map((child) => {
+        if (child.kind !== 'stream' || child.name !== name) return child;
+        const damaged = Buffer.from(child.content);
+        damaged.writeUInt32LE(value, offset);
+        return { ...child, content: damaged };
+      });
+      const outcome = await disarm({
+        bytes: writeCompoundFile({ ...root, children }),
+        fileName: 'f.doc',
+      });
+      const what = `${name}@${offset}=${value}`;
+      if (outcome.status === 'rejected') {
+        expect(outcome.reason, what).toBe('invalid_file');
+        expect(outcome.detail, what).not.toContain('the written document');
+      } else {
+        expect(outcome.status, what).toBe('cleaned');
+      }
+    }
+  });
 
   it('scans every stream of an object before it drops it', async () => {
     const clean = await disarm({

@@ -1,4 +1,5 @@
 import { u16le, u32le } from '../../../_internal/bytes.ts';
+import { forEachLimited, MEMBER_CONCURRENCY } from '../../../_internal/concurrency.ts';
 import { Rejection } from '../../../_internal/rejection.ts';
 import {
   ART,
@@ -117,29 +118,43 @@ async function rebuildDataStream(
   rebuild: PictureRebuild,
 ): Promise<Uint8Array> {
   const source = data ?? new Uint8Array(0);
-  const view = new DataView(word.buffer, word.byteOffset, word.byteLength);
+  const references = dataReferences(word, table, fib, what);
+  // Each entry once, in the order the text first names it; pictures rebuilt side by side.
+  const binData = new Map<number, boolean>();
+  for (const reference of references) {
+    const location = u32le(word, reference.operand);
+    if (!binData.has(location)) binData.set(location, reference.binData);
+  }
+  const locations = [...binData.keys()];
+  const entries = new Map<number, Uint8Array | undefined>();
+  await forEachLimited(locations, MEMBER_CONCURRENCY, async (location) => {
+    rebuild.context.deadline.check();
+    entries.set(
+      location,
+      binData.get(location) === true
+        ? binDataAt(source, location)
+        : await pictureAt(source, location, locations.indexOf(location), rebuild),
+    );
+  });
+
   const chunks: Uint8Array[] = [];
   const moved = new Map<number, number>();
   let length = 0;
-  for (const reference of dataReferences(word, table, fib, what)) {
-    const location = u32le(word, reference.operand);
-    let target = moved.get(location);
-    if (target === undefined) {
-      rebuild.context.deadline.check();
-      const entry = reference.binData
-        ? binDataAt(source, location)
-        : await pictureAt(source, location, moved.size, rebuild);
-      target = NO_PICTURE;
-      if (entry !== undefined) {
-        const padding = (DATA_ALIGNMENT - (length % DATA_ALIGNMENT)) % DATA_ALIGNMENT;
-        if (padding > 0) chunks.push(new Uint8Array(padding));
-        target = length + padding;
-        chunks.push(entry);
-        length = target + entry.length;
-      }
-      moved.set(location, target);
+  for (const location of locations) {
+    const entry = entries.get(location);
+    if (entry === undefined) {
+      moved.set(location, NO_PICTURE);
+      continue;
     }
-    view.setUint32(reference.operand, target, true);
+    const padding = (DATA_ALIGNMENT - (length % DATA_ALIGNMENT)) % DATA_ALIGNMENT;
+    if (padding > 0) chunks.push(new Uint8Array(padding));
+    moved.set(location, length + padding);
+    chunks.push(entry);
+    length += padding + entry.length;
+  }
+  const view = new DataView(word.buffer, word.byteOffset, word.byteLength);
+  for (const { operand } of references) {
+    view.setUint32(operand, moved.get(u32le(word, operand)) ?? NO_PICTURE, true);
   }
   return concat(chunks);
 }
@@ -304,28 +319,30 @@ async function rebuildDelayedPictures(
     if (before + size > (sorted[i]?.[0] ?? 0)) throw overlap(what);
   }
 
+  const rebuilt = new Map<number, Uint8Array | undefined>();
+  await forEachLimited(sorted, MEMBER_CONCURRENCY, async ([delay, size]) => {
+    rebuild.context.deadline.check();
+    const blip = recordAt(word, delay, delay + size);
+    // No picture there, so nothing there is the picture's to clear: the entry names none.
+    if (blip === undefined || !isBlipType(blip.recType) || blip.end !== delay + size) return;
+    const index = sorted.findIndex(([place]) => place === delay);
+    rebuilt.set(delay, await rebuildBlip(word, blip, index, rebuild));
+  });
   const moved = new Map<number, { offset: number; size: number }>();
   const appended: Uint8Array[] = [];
   let end = word.length;
   for (const [delay, size] of sorted) {
-    rebuild.context.deadline.check();
-    const blip = recordAt(word, delay, delay + size);
-    if (blip === undefined || !isBlipType(blip.recType) || blip.end !== delay + size) {
-      // No picture is there, so nothing there is the picture's to clear: the entry names none.
+    const picture = rebuilt.get(delay);
+    if (rebuilt.has(delay)) word.fill(0, delay, delay + size);
+    if (picture === undefined) {
       moved.set(delay, { offset: NOT_DELAYED, size: 0 });
-      continue;
-    }
-    const rebuilt = await rebuildBlip(word, blip, moved.size, rebuild);
-    word.fill(0, delay, delay + size);
-    if (rebuilt === undefined) {
-      moved.set(delay, { offset: NOT_DELAYED, size: 0 });
-    } else if (rebuilt.length <= size) {
-      word.set(rebuilt, delay);
-      moved.set(delay, { offset: delay, size: rebuilt.length });
+    } else if (picture.length <= size) {
+      word.set(picture, delay);
+      moved.set(delay, { offset: delay, size: picture.length });
     } else {
-      moved.set(delay, { offset: end, size: rebuilt.length });
-      appended.push(rebuilt);
-      end += rebuilt.length;
+      moved.set(delay, { offset: end, size: picture.length });
+      appended.push(picture);
+      end += picture.length;
     }
   }
   for (const entry of entries) {

@@ -139,6 +139,43 @@ export function artChildren(bytes: Uint8Array, container: ArtRecord, what: strin
   return children;
 }
 
+/**
+ * Containers nested inside one another. PowerPoint nests a slide's shape groups about ten deep;
+ * past this the file is refused rather than walked.
+ */
+export const MAX_ART_DEPTH = 64;
+
+/**
+ * Visits `record` and every record nested in it, depth first, parents before children.
+ * @throws {Rejection} `invalid_file` for a child past its container; `policy_violation` past
+ *   {@link MAX_ART_DEPTH}.
+ */
+export function walkArtRecords(
+  bytes: Uint8Array,
+  record: ArtRecord,
+  what: string,
+  visit: (record: ArtRecord, parent: ArtRecord | undefined) => void,
+): void {
+  const pending: { record: ArtRecord; parent: ArtRecord | undefined; depth: number }[] = [
+    { record, parent: undefined, depth: 0 },
+  ];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    visit(next.record, next.parent);
+    if (!isContainer(next.record)) continue;
+    if (next.depth >= MAX_ART_DEPTH) {
+      throw new Rejection(
+        'policy_violation',
+        `${what} nests records more than ${MAX_ART_DEPTH} deep`,
+      );
+    }
+    const children = artChildren(bytes, next.record, what);
+    for (let index = children.length - 1; index >= 0; index -= 1) {
+      const child = children[index];
+      if (child) pending.push({ record: child, parent: next.record, depth: next.depth + 1 });
+    }
+  }
+}
+
 /** Whether `recType` is an OfficeArtBlip's ([MS-ODRAW] 2.2.23). */
 export function isBlipType(recType: number): boolean {
   return recType >= FIRST_BLIP_TYPE && recType <= LAST_BLIP_TYPE;

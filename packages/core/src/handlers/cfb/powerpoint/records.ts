@@ -1,12 +1,5 @@
-import { Rejection } from '../../../_internal/rejection.ts';
-import { artChildren, isContainer, readArtRecord } from '../office-art.ts';
+import { artChildren, readArtRecord, walkArtRecords } from '../office-art.ts';
 import type { ArtRecord } from '../office-art.ts';
-
-/**
- * Containers nested inside one another within one persist object. PowerPoint nests a slide's
- * OfficeArt shape groups about ten deep; past this the file is refused rather than walked.
- */
-export const MAX_RECORD_DEPTH = 64;
 
 /** [MS-PPT] 2.13.24 RecordType values this handler reads, writes or screens. */
 export const RT = {
@@ -69,31 +62,14 @@ export function childrenOf(bytes: Uint8Array, container: PptRecord): PptRecord[]
 /**
  * Visits `record` and every record nested in it, depth first, parents before children.
  * @throws {Rejection} `invalid_file` for a child past its container; `policy_violation` past
- *   {@link MAX_RECORD_DEPTH}.
+ *   the depth limit of the OfficeArt walk (64).
  */
 export function walkRecords(
   bytes: Uint8Array,
   record: PptRecord,
   visit: (record: PptRecord, parent: PptRecord | undefined) => void,
 ): void {
-  const pending: { record: PptRecord; parent: PptRecord | undefined; depth: number }[] = [
-    { record, parent: undefined, depth: 0 },
-  ];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    visit(next.record, next.parent);
-    if (!isContainer(next.record)) continue;
-    if (next.depth >= MAX_RECORD_DEPTH) {
-      throw new Rejection(
-        'policy_violation',
-        `the PowerPoint presentation nests records more than ${MAX_RECORD_DEPTH} deep`,
-      );
-    }
-    const children = childrenOf(bytes, next.record);
-    for (let index = children.length - 1; index >= 0; index -= 1) {
-      const child = children[index];
-      if (child) pending.push({ record: child, parent: next.record, depth: next.depth + 1 });
-    }
-  }
+  walkArtRecords(bytes, record, WHAT, visit);
 }
 
 /** [MS-PPT] 2.3.5 CString: a record whose body is UTF-16LE text. */

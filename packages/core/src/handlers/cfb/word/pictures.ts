@@ -16,9 +16,14 @@ import {
   RECORD_HEADER_BYTES,
 } from '../office-art.ts';
 import type { ArtRecord, PictureRebuild } from '../office-art.ts';
+import type { FindingTally } from '../../../findings.ts';
 import { characterGrpprls, SPRM, sprmsOf } from './chpx.ts';
 import { FC_LCB, fcLcb } from './fib.ts';
 import type { Fib } from './fib.ts';
+import { clearPictureSources } from './shapes.ts';
+
+/** A picture's records as a rejection's detail names them. */
+const WHAT = 'a picture of the Word document';
 
 /** [MS-DOC] 2.5.4 FibRgLw97.cbMac: the bytes of the WordDocument stream that have meaning. */
 const CB_MAC_OFFSET = 64;
@@ -186,10 +191,15 @@ async function pictureAt(
     return undefined;
   }
   const { shape, entries } = picture;
-  const parts: Uint8Array[] = [
-    data.slice(location, location + PICF_BYTES),
-    data.slice(shape.offset, shape.end),
-  ];
+  const shapeCopy = data.slice(shape.offset, shape.end);
+  try {
+    clearPictureSources(shapeCopy, { start: 0, end: shapeCopy.length }, WHAT, rebuild.findings);
+  } catch (error) {
+    if (!(error instanceof Rejection)) throw error;
+    rebuild.findings.add('hidden-data');
+    return undefined;
+  }
+  const parts: Uint8Array[] = [data.slice(location, location + PICF_BYTES), shapeCopy];
   for (const { entry, blip } of entries) {
     const rebuilt = await rebuildBlip(data, blip, index, rebuild);
     if (rebuilt === undefined) return undefined;
@@ -283,12 +293,38 @@ export function drawingBlipEntries(
   return entries;
 }
 
+/**
+ * {@link clearPictureSources} on the drawings ([MS-DOC] 2.9.172 OfficeArtContent): the
+ * OfficeArtDggContainer, then each drawing (a one-byte dgglbl and an OfficeArtDgContainer).
+ * @throws {Rejection} `invalid_file` when a drawing does not fit the drawing table.
+ */
+export function clearDrawingSources(
+  streams: { readonly word: Uint8Array; readonly table: Uint8Array; readonly fib: Fib },
+  what: string,
+  findings: FindingTally | undefined,
+): number {
+  const { word, table, fib } = streams;
+  const { fc, lcb } = fcLcb(word, fib, FC_LCB.dggInfo);
+  if (lcb === 0 || fc + lcb > table.length) return 0;
+  const end = fc + lcb;
+  let found = 0;
+  for (let at = fc, first = true; at < end; first = false) {
+    // [MS-DOC] 2.9.168 OfficeArtWordDrawing: dgglbl (main document or header) before each.
+    const start = first ? at : at + 1;
+    const record = readArtRecord(table, start, end, what);
+    found += clearPictureSources(table, { start, end: record.end }, what, findings);
+    at = record.end;
+  }
+  return found;
+}
+
 async function rebuildDelayedPictures(
   { word, table, fib, what }: WordStreams,
   rebuild: PictureRebuild,
 ): Promise<Uint8Array> {
   const view = new DataView(table.buffer, table.byteOffset, table.byteLength);
   const entries = drawingBlipEntries(word, table, fib, what);
+  clearDrawingSources({ word, table, fib }, what, rebuild.findings);
   const places = new Map<number, number>();
   for (const entry of entries) {
     const nameEnd = Math.min(

@@ -29,7 +29,7 @@ import { VerifyFailure } from '../../types.ts';
 import { NO_CLSID } from '../../../_internal/cfb/tree.ts';
 import type { CompoundNode, CompoundStorage } from '../../../_internal/cfb/tree.ts';
 import { FindingTally } from '../../../findings.ts';
-import { artChildren, readArtRecord } from '../office-art.ts';
+import { artChildren, readArtRecord, walkArtRecords } from '../office-art.ts';
 import { neutraliseFields } from './fields.ts';
 import { parseFib } from './fib.ts';
 import { scanObjectPool } from './objects.ts';
@@ -281,6 +281,52 @@ describe('Word 97-2003 rebuild', () => {
     const again = cleaned(await disarm({ bytes: output, fileName: 'f.doc' }));
     expect(again.findings).toEqual([]);
     expect(Buffer.from(again.bytes).equals(output)).toBe(true);
+  }, 300_000);
+
+  it('unlinks a floating picture from where it was fetched and keeps it shown', async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, floatingPicture: png });
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    // The floating shape's pibFlags ([MS-ODRAW] 2.3.23) say: load the picture from its name,
+    // a URL, when the document is shown (msoblipflagURL | msoblipflagLinkToFile).
+    const children = root.children.map((child) => {
+      if (child.kind !== 'stream' || child.name !== '1Table') return child;
+      const table = Buffer.from(child.content);
+      const word = root.children.find((entry) => entry.name === 'WordDocument');
+      if (word?.kind !== 'stream') throw new Error('no WordDocument');
+      const fc = Buffer.from(word.content).readUInt32LE(154 + 50 * 8);
+      const lcb = Buffer.from(word.content).readUInt32LE(154 + 50 * 8 + 4);
+      const dgg = readArtRecord(table, fc, fc + lcb, 'x');
+      const drawing = readArtRecord(table, dgg.end + 1, fc + lcb, 'x');
+      let flags = 0;
+      walkArtRecords(table, drawing, 'x', (record) => {
+        if (record.recType !== 0xf00b) return;
+        for (let i = 0; i < record.recInstance; i += 1) {
+          const at = record.body + i * 6;
+          if ((table.readUInt16LE(at) & 0x3fff) === 0x0106) flags = at + 2;
+        }
+      });
+      if (flags === 0) throw new Error('LibreOffice wrote no pibFlags');
+      table.writeUInt32LE(0x0a, flags);
+      return { ...child, content: table };
+    });
+    const linked = writeCompoundFile({ ...root, children });
+    const outcome = cleaned(await disarm({ bytes: linked, fileName: 'f.doc' }));
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 1 });
+    const drawn = drawnByLibreOffice({ 'in.doc': input, 'out.doc': outcome.bytes });
+    expect(drawn['out.doc']).toEqual(drawn['in.doc']);
+    expect(drawn['out.doc']?.images).toBe(1);
+    // Verify holds the link out of a written file.
+    const streams = ['WordDocument', '1Table', 'Data'];
+    const kept = writeCompoundFile({
+      ...root,
+      children: children.filter((child) => streams.includes(child.name)),
+    });
+    const error: unknown = await verifyWordBinary(
+      { bytes: kept, findings: [] },
+      engineContext(),
+    ).catch((caught: unknown) => caught);
+    expect(error instanceof VerifyFailure && error.check).toBe('word.pictures');
   }, 300_000);
 
   it('drops a picture that does not rebuild and keeps the document readable', async () => {

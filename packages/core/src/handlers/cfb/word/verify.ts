@@ -19,7 +19,9 @@ import { neutraliseFields } from './fields.ts';
 import { FC_LCB, fcLcb, parseFib } from './fib.ts';
 import type { Fib } from './fib.ts';
 import { clearObjectCharacters } from './objects.ts';
+import { clearPictureSources } from './shapes.ts';
 import {
+  clearDrawingSources,
   DATA_ALIGNMENT,
   dataReferences,
   drawingBlipEntries,
@@ -158,7 +160,12 @@ function checkPictures(
       at = record.end;
     }
     const [shape, ...entries] = records;
-    if (shape?.recType !== ART.spContainer) fail(`a picture at ${location} with no shape`);
+    if (shape?.recType !== ART.spContainer) {
+      return fail(`a picture at ${location} with no shape`);
+    }
+    if (clearPictureSources(data, { start: shape.offset, end: shape.end }, what, undefined) > 0) {
+      fail(`a picture at ${location} of the Data stream that names or links its source`);
+    }
     for (const entry of entries) {
       if (entry.recType !== ART.fbse || entry.end - entry.body < FBSE_FIXED_BYTES) {
         fail(`a record of type 0x${entry.recType.toString(16)} in a picture at ${location}`);
@@ -180,6 +187,9 @@ function checkPictures(
   if (expected !== data.length)
     fail(`Data stream bytes from ${expected} that no character points at`);
 
+  if (clearDrawingSources({ word, table, fib }, what, undefined) > 0) {
+    fail('a shape in the drawings whose picture names or links its source');
+  }
   for (const entry of drawingBlipEntries(word, table, fib, what)) {
     const nameEnd = entry.body + FBSE_FIXED_BYTES + (table[entry.body + FBSE_CB_NAME_OFFSET] ?? 0);
     if (

@@ -124,43 +124,41 @@ async function rebuildDataStream(
 ): Promise<Uint8Array> {
   const source = data ?? new Uint8Array(0);
   const references = dataReferences(word, table, fib, what);
-  // Each entry once, in the order the text first names it; pictures rebuilt side by side.
-  const binData = new Map<number, boolean>();
-  for (const reference of references) {
-    const location = u32le(word, reference.operand);
-    if (!binData.has(location)) binData.set(location, reference.binData);
-  }
-  const locations = [...binData.keys()];
+  // Each entry once, in the order the text first names it, keyed by its location and its kind
+  // (a location read both as a picture and as field data is written as each); pictures are
+  // rebuilt side by side.
+  const keyOf = ({ operand, binData }: DataReference): number =>
+    u32le(word, operand) * 2 + (binData ? 1 : 0);
+  const keys = [...new Set(references.map(keyOf))];
   const entries = new Map<number, Uint8Array | undefined>();
-  await forEachLimited(locations, MEMBER_CONCURRENCY, async (location) => {
+  await forEachLimited(keys, MEMBER_CONCURRENCY, async (key) => {
     rebuild.context.deadline.check();
+    const location = Math.floor(key / 2);
     entries.set(
-      location,
-      binData.get(location) === true
+      key,
+      key % 2 === 1
         ? binDataAt(source, location)
-        : await pictureAt(source, location, locations.indexOf(location), rebuild),
+        : await pictureAt(source, location, keys.indexOf(key), rebuild),
     );
   });
 
   const chunks: Uint8Array[] = [];
   const moved = new Map<number, number>();
   let length = 0;
-  for (const location of locations) {
-    const entry = entries.get(location);
-    if (entry === undefined) {
-      moved.set(location, NO_PICTURE);
-      continue;
-    }
+  for (const key of keys) {
+    const entry = entries.get(key);
+    if (entry === undefined) continue;
     const padding = (DATA_ALIGNMENT - (length % DATA_ALIGNMENT)) % DATA_ALIGNMENT;
     if (padding > 0) chunks.push(new Uint8Array(padding));
-    moved.set(location, length + padding);
+    moved.set(key, length + padding);
     chunks.push(entry);
     length += padding + entry.length;
   }
+  const targets = references.map((reference) => moved.get(keyOf(reference)) ?? NO_PICTURE);
   const view = new DataView(word.buffer, word.byteOffset, word.byteLength);
-  for (const { operand } of references) {
-    view.setUint32(operand, moved.get(u32le(word, operand)) ?? NO_PICTURE, true);
-  }
+  references.forEach(({ operand }, index) => {
+    view.setUint32(operand, targets[index] ?? NO_PICTURE, true);
+  });
   return concat(chunks);
 }
 

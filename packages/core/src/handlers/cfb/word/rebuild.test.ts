@@ -283,6 +283,32 @@ describe('Word 97-2003 rebuild', () => {
     expect(Buffer.from(again.bytes).equals(output)).toBe(true);
   }, 300_000);
 
+  it("drops the path of an inline picture's file (MM_SHAPEFILE) and keeps the picture", async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, picture: png });
+    const path = 'C:\\Users\\alice\\Pictures\\holiday.png';
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    // [MS-DOC] 2.9.192: the one picture at 0 of the Data stream, given the name Word writes
+    // after the PICF of a picture inserted from a file (mfpf.mm MM_SHAPEFILE, 0x66).
+    const children = root.children.map((child) => {
+      if (child.kind !== 'stream' || child.name !== 'Data') return child;
+      const data = Buffer.from(child.content);
+      const picf = Buffer.from(data.subarray(0, 68));
+      const name = Buffer.concat([Buffer.from([path.length]), Buffer.from(path, 'latin1')]);
+      picf.writeUInt32LE(data.readUInt32LE(0) + name.length, 0);
+      picf.writeUInt16LE(0x66, 6);
+      return { ...child, content: Buffer.concat([picf, name, data.subarray(68)]) };
+    });
+    const named = writeCompoundFile({ ...root, children });
+    expect(Buffer.from(named).includes(Buffer.from(path, 'latin1'))).toBe(true);
+    const outcome = cleaned(await disarm({ bytes: named, fileName: 'f.doc' }));
+    expect(outcome.findings).toEqual([]);
+    expect(Buffer.from(outcome.bytes).includes(Buffer.from('holiday'))).toBe(false);
+    const data = streamOf(outcome.bytes, 'Data');
+    expect(data.readUInt16LE(6)).toBe(0x64);
+    expect(pngsIn(data)).toHaveLength(1);
+  });
+
   it('unlinks a floating picture from where it was fetched and keeps it shown', async () => {
     const png = await buildImage('png', { width: 40, height: 30 });
     const input = await buildWordBinary({ texts: TEXTS, floatingPicture: png });

@@ -306,7 +306,8 @@ export function clearDrawingSources(
   if (lcb === 0 || fc + lcb > table.length) return 0;
   const end = fc + lcb;
   let found = 0;
-  for (let at = fc, first = true; at < end; first = false) {
+  // A tail too short to hold a drawing is padding, not a drawing.
+  for (let at = fc, first = true; at + 1 + RECORD_HEADER_BYTES <= end; first = false) {
     // [MS-DOC] 2.9.168 OfficeArtWordDrawing: dgglbl (main document or header) before each.
     const start = first ? at : at + 1;
     const record = readArtRecord(table, start, end, what);

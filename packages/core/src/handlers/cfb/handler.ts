@@ -40,7 +40,7 @@ export const cfbHandler: FormatHandler = {
           verifyExcelBinary(output);
         });
       case 'powerpoint-binary':
-        return verifyPowerPointBinary(output);
+        return verifyPowerPointBinary(output, context);
       default:
         return Promise.reject(
           new TypeError(`no .${input.format.extension} output can exist to verify`),

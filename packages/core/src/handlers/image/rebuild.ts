@@ -12,7 +12,7 @@ import { encodeBmp } from './bmp/encode.ts';
 import type { BmpImage } from './bmp/types.ts';
 import { encodeExactGif } from './gif-encode.ts';
 import { canonicalProfile, canonicalProfilePath, recogniseProfile } from './icc.ts';
-import { pngChunk, withJfifDensity, withPngResolution } from './resolution.ts';
+import { pngChunk, pngHasResolution, withJfifDensity, withPngResolution } from './resolution.ts';
 import type { Resolution } from './resolution.ts';
 import { findImageExtras, isLosslessWebp, readJpegScanLayout, tiffUsesJpeg } from './structure.ts';
 import { verifyImage } from './verify.ts';
@@ -178,7 +178,10 @@ async function decodeAndEncode(
       });
     }
     const encoded = await encode(pipeline, kind, metadata, input.bytes).toBuffer();
-    return { bytes: withResolution(encoded, kind, metadata), findings: findings.toArray() };
+    return {
+      bytes: withResolution(encoded, kind, metadata, input.bytes),
+      findings: findings.toArray(),
+    };
   } catch (error) {
     throw toImageRejection(error, kind);
   }
@@ -209,9 +212,16 @@ async function encodeGifExactly(
 }
 
 /** The input's resolution, written only through the output format's own structural field. */
-function withResolution(encoded: Uint8Array, kind: SharpKind, metadata: Metadata): Uint8Array {
+function withResolution(
+  encoded: Uint8Array,
+  kind: SharpKind,
+  metadata: Metadata,
+  source: Uint8Array,
+): Uint8Array {
   const resolution: Resolution | undefined =
-    metadata.density !== undefined && metadata.density > 0
+    metadata.density !== undefined &&
+    metadata.density > 0 &&
+    (kind !== 'png' || pngHasResolution(source))
       ? { pixelsPerInch: metadata.density, unit: metadata.resolutionUnit === 'cm' ? 'cm' : 'inch' }
       : undefined;
   if (kind === 'jpeg') return withJfifDensity(encoded, resolution);

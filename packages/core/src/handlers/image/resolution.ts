@@ -81,6 +81,22 @@ export function withPngResolution(png: Uint8Array, resolution: Resolution | unde
   return Buffer.concat(parts);
 }
 
+/**
+ * Whether a PNG states a resolution: a pHYs chunk (PNG 11.3.5.3) before its image data. libvips
+ * reports 72 dpi for a PNG without one, which a rebuild must not write as if it were stated.
+ */
+export function pngHasResolution(png: Uint8Array): boolean {
+  let offset = PNG_SIGNATURE_BYTES;
+  // PNG 5.6: pHYs comes before the first IDAT; every chunk is at least 12 bytes.
+  while (offset + 12 <= png.length) {
+    const type = String.fromCharCode(...png.subarray(offset + 4, offset + 8));
+    if (type === 'pHYs') return true;
+    if (type === 'IDAT' || type === 'IEND') return false;
+    offset += 12 + u32be(png, offset);
+  }
+  return false;
+}
+
 function physChunk(resolution: Resolution): Uint8Array {
   const perMetre = Math.round(resolution.pixelsPerInch / METRES_PER_INCH);
   const data = Buffer.alloc(9);

@@ -1,6 +1,7 @@
 import { u16le, u32le } from '../../../_internal/bytes.ts';
 import { Rejection } from '../../../_internal/rejection.ts';
-import { readRecord, RECORD_HEADER_BYTES, RT } from './records.ts';
+import { RECORD_HEADER_BYTES } from '../office-art.ts';
+import { readRecord, RT } from './records.ts';
 
 /** [MS-PPT] 2.3.2 CurrentUserAtom.headerToken of a presentation that is not encrypted. */
 export const PLAIN_HEADER_TOKEN = 0xe391c05f;

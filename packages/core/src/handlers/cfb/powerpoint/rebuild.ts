@@ -9,16 +9,18 @@ import type { DetectedFile, EngineContext, HandlerOutput } from '../../types.ts'
 import { parseCurrentUser, PLAIN_HEADER_TOKEN, readCurrentEdit } from './persist.ts';
 import type { CurrentEdit } from './persist.ts';
 import {
-  childrenOf,
+  FBSE_DELAY_OFFSET,
+  FBSE_FIXED_BYTES,
+  FBSE_SIZE_OFFSET,
+  isBlipType,
   isContainer,
-  readRecord,
+  NOT_DELAYED,
+  rebuildBlip,
   RECORD_HEADER_BYTES,
-  RT,
-  walkRecords,
-} from './records.ts';
+} from '../office-art.ts';
+import type { PictureRebuild } from '../office-art.ts';
+import { childrenOf, readRecord, RT, walkRecords } from './records.ts';
 import type { PptRecord } from './records.ts';
-import { rebuildBlip } from './pictures.ts';
-import type { PictureRebuild } from './pictures.ts';
 import { removalOf } from './screen.ts';
 
 const WHAT = 'the PowerPoint presentation';
@@ -52,15 +54,6 @@ const PERSIST_OBJECT_TYPES: ReadonlySet<number> = new Set([
   RT.notes,
   RT.handout,
 ]);
-/** [MS-ODRAW] 2.2.32 OfficeArtFBSE: offsets of `size` and `foDelay` in its body. */
-const FBSE_SIZE_OFFSET = 20;
-const FBSE_DELAY_OFFSET = 28;
-const FBSE_FIXED_BYTES = 36;
-/** [MS-ODRAW] 2.2.32: `foDelay` of a BLIP that is not in the delay stream. */
-const NOT_DELAYED = 0xffffffff;
-/** [MS-ODRAW] 2.2.23: OfficeArtBlip record types. */
-export const FIRST_BLIP_TYPE = 0xf018;
-export const LAST_BLIP_TYPE = 0xf117;
 /** [MS-PPT] 2.10.x ExOleObjAtom: its length, and the offsets of `exObjId` and `persistIdRef`. */
 const EX_OLE_OBJ_ATOM_BYTES = 24;
 const EX_OLE_ID_OFFSET = 8;
@@ -377,11 +370,7 @@ async function relinkPictures(
     if (target === undefined) {
       rebuild.context.deadline.check();
       const blip = readRecord(pictures, delay, pictures.length);
-      if (
-        blip.recType < FIRST_BLIP_TYPE ||
-        blip.recType > LAST_BLIP_TYPE ||
-        blip.end - blip.offset !== size
-      ) {
+      if (!isBlipType(blip.recType) || blip.end - blip.offset !== size) {
         throw new Rejection(
           'invalid_file',
           `${WHAT}'s picture at offset ${delay} of the Pictures stream is not the picture its BLIP store entry describes`,

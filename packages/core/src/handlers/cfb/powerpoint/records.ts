@@ -1,16 +1,5 @@
-import { u16le, u32le } from '../../../_internal/bytes.ts';
-import { Rejection } from '../../../_internal/rejection.ts';
-
-/** [MS-PPT] 2.3.1 RecordHeader: recVer/recInstance (2 bytes), recType (2), recLen (4). */
-export const RECORD_HEADER_BYTES = 8;
-/** [MS-PPT] 2.3.1: `recVer` 0xF marks a container, whose body is a run of records. */
-const CONTAINER_VERSION = 0xf;
-
-/**
- * Containers nested inside one another within one persist object. PowerPoint nests a slide's
- * OfficeArt shape groups about ten deep; past this the file is refused rather than walked.
- */
-export const MAX_RECORD_DEPTH = 64;
+import { artChildren, readArtRecord, walkArtRecords } from '../office-art.ts';
+import type { ArtRecord } from '../office-art.ts';
 
 /** [MS-PPT] 2.13.24 RecordType values this handler reads, writes or screens. */
 export const RT = {
@@ -47,18 +36,11 @@ export const RT = {
   officeArtFbse: 0xf007,
 } as const;
 
-/** One record of the `PowerPoint Document` stream, its header read and its extent checked. */
-export interface PptRecord {
-  readonly recVer: number;
-  readonly recInstance: number;
-  readonly recType: number;
-  /** Offset of the header in the stream. */
-  readonly offset: number;
-  /** Offset of the body, past the header. */
-  readonly body: number;
-  /** Offset past the body. */
-  readonly end: number;
-}
+/** One record of the `PowerPoint Document` stream ([MS-PPT] 2.3.1 is [MS-ODRAW]'s header). */
+export type PptRecord = ArtRecord;
+
+/** The presentation as a rejection's detail names it. */
+const WHAT = 'the PowerPoint presentation';
 
 /**
  * The record whose header starts at `offset`, its body within `limit` (the enclosing container's
@@ -66,34 +48,7 @@ export interface PptRecord {
  * @throws {Rejection} `invalid_file` when the header or body runs past `limit`.
  */
 export function readRecord(bytes: Uint8Array, offset: number, limit: number): PptRecord {
-  if (!Number.isSafeInteger(offset) || offset < 0 || offset + RECORD_HEADER_BYTES > limit) {
-    throw new Rejection(
-      'invalid_file',
-      `the PowerPoint presentation has a record header at offset ${offset} past the end of its container`,
-    );
-  }
-  const versionAndInstance = u16le(bytes, offset);
-  const body = offset + RECORD_HEADER_BYTES;
-  const end = body + u32le(bytes, offset + 4);
-  if (end > limit) {
-    throw new Rejection(
-      'invalid_file',
-      `the PowerPoint presentation has a record at offset ${offset} whose length runs past the end of its container`,
-    );
-  }
-  return {
-    recVer: versionAndInstance & 0xf,
-    recInstance: versionAndInstance >> 4,
-    recType: u16le(bytes, offset + 2),
-    offset,
-    body,
-    end,
-  };
-}
-
-/** Whether `record` is a container ([MS-PPT] 2.3.1 `recVer` 0xF). */
-export function isContainer(record: PptRecord): boolean {
-  return record.recVer === CONTAINER_VERSION;
+  return readArtRecord(bytes, offset, limit, WHAT);
 }
 
 /**
@@ -101,44 +56,20 @@ export function isContainer(record: PptRecord): boolean {
  * @throws {Rejection} `invalid_file` when a child runs past the container.
  */
 export function childrenOf(bytes: Uint8Array, container: PptRecord): PptRecord[] {
-  const children: PptRecord[] = [];
-  // Every record is at least a header long, so the loop ends within body/8 turns.
-  for (let offset = container.body; offset < container.end;) {
-    const child = readRecord(bytes, offset, container.end);
-    children.push(child);
-    offset = child.end;
-  }
-  return children;
+  return artChildren(bytes, container, WHAT);
 }
 
 /**
  * Visits `record` and every record nested in it, depth first, parents before children.
  * @throws {Rejection} `invalid_file` for a child past its container; `policy_violation` past
- *   {@link MAX_RECORD_DEPTH}.
+ *   the depth limit of the OfficeArt walk (64).
  */
 export function walkRecords(
   bytes: Uint8Array,
   record: PptRecord,
   visit: (record: PptRecord, parent: PptRecord | undefined) => void,
 ): void {
-  const pending: { record: PptRecord; parent: PptRecord | undefined; depth: number }[] = [
-    { record, parent: undefined, depth: 0 },
-  ];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    visit(next.record, next.parent);
-    if (!isContainer(next.record)) continue;
-    if (next.depth >= MAX_RECORD_DEPTH) {
-      throw new Rejection(
-        'policy_violation',
-        `the PowerPoint presentation nests records more than ${MAX_RECORD_DEPTH} deep`,
-      );
-    }
-    const children = childrenOf(bytes, next.record);
-    for (let index = children.length - 1; index >= 0; index -= 1) {
-      const child = children[index];
-      if (child) pending.push({ record: child, parent: next.record, depth: next.depth + 1 });
-    }
-  }
+  walkArtRecords(bytes, record, WHAT, visit);
 }
 
 /** [MS-PPT] 2.3.5 CString: a record whose body is UTF-16LE text. */

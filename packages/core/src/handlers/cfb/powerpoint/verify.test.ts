@@ -1,4 +1,4 @@
-import { buildPowerPoint97 } from '@disarm/fixtures';
+import { buildImage, buildPowerPoint97, pngBlip, pngChunk, withPngChunks } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
 import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
@@ -6,6 +6,7 @@ import { NO_CLSID } from '../../../_internal/cfb/tree.ts';
 import type { CompoundNode } from '../../../_internal/cfb/tree.ts';
 import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
 import { disarm } from '../../../disarm.ts';
+import { engineContext } from '../../../test-support.ts';
 import { VerifyFailure } from '../../types.ts';
 import { verifyPowerPointBinary } from './verify.ts';
 
@@ -27,9 +28,10 @@ function written(children: readonly CompoundNode[]): Uint8Array {
 }
 
 async function failedCheck(bytes: Uint8Array): Promise<string | undefined> {
-  const error: unknown = await verifyPowerPointBinary({ bytes, findings: [] }).catch(
-    (caught: unknown) => caught,
-  );
+  const error: unknown = await verifyPowerPointBinary(
+    { bytes, findings: [] },
+    engineContext(),
+  ).catch((caught: unknown) => caught);
   if (error === undefined) return undefined;
   if (error instanceof VerifyFailure) return error.check;
   throw new Error('verify failed with something other than a VerifyFailure', { cause: error });
@@ -57,6 +59,15 @@ describe('PowerPoint verify before release', () => {
     const children = [
       ...(await rebuiltStreams()),
       { kind: 'stream', name: 'Pictures', content: junk } as const,
+    ];
+    expect(await failedCheck(written(children))).toBe('ppt.pictures');
+  });
+
+  it('fails a picture the rebuild did not write', async () => {
+    const png = withPngChunks(await buildImage('png'), [pngChunk('tEXt', 'Author\0someone')]);
+    const children = [
+      ...(await rebuiltStreams()),
+      { kind: 'stream', name: 'Pictures', content: pngBlip(png, 0).blip } as const,
     ];
     expect(await failedCheck(written(children))).toBe('ppt.pictures');
   });

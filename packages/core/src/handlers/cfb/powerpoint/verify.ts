@@ -1,17 +1,13 @@
 import { openCompoundFile } from '../../../_internal/cfb-reader.ts';
 import { Rejection } from '../../../_internal/rejection.ts';
-import type { HandlerOutput } from '../../types.ts';
+import type { MetafileLimits } from '../../image/metafile/types.ts';
+import type { EngineContext, HandlerOutput } from '../../types.ts';
 import { VerifyFailure } from '../../types.ts';
+import { checkBlip, isBlipType } from '../office-art.ts';
 import { parseCurrentUser, readCurrentEdit } from './persist.ts';
 import { readRecord, RT, walkRecords } from './records.ts';
 import { removalOf } from './screen.ts';
-import {
-  CURRENT_USER_STREAM,
-  DOCUMENT_STREAM,
-  FIRST_BLIP_TYPE,
-  LAST_BLIP_TYPE,
-  PICTURES_STREAM,
-} from './rebuild.ts';
+import { CURRENT_USER_STREAM, DOCUMENT_STREAM, PICTURES_STREAM } from './rebuild.ts';
 
 const KEPT_STREAMS: ReadonlySet<string> = new Set([
   CURRENT_USER_STREAM,
@@ -28,10 +24,13 @@ const KEPT_STREAMS: ReadonlySet<string> = new Set([
  * slide, master, notes, handout or document container; and no record in them runs, embeds or
  * fetches anything (see `screen.ts`).
  */
-export function verifyPowerPointBinary(output: HandlerOutput): Promise<void> {
+export function verifyPowerPointBinary(
+  output: HandlerOutput,
+  context: EngineContext,
+): Promise<void> {
   return Promise.resolve().then(() => {
     try {
-      check(output.bytes);
+      check(output.bytes, context.limits);
     } catch (error) {
       if (error instanceof Rejection) throw new VerifyFailure('ppt.structure', error.message);
       throw error;
@@ -39,7 +38,7 @@ export function verifyPowerPointBinary(output: HandlerOutput): Promise<void> {
   });
 }
 
-function check(bytes: Uint8Array): void {
+function check(bytes: Uint8Array, limits: MetafileLimits): void {
   const file = openCompoundFile(bytes, 'the written presentation');
   // Every entry under the root must be a kept stream: no storage, nothing else.
   const extra = [...file.topLevel]
@@ -94,18 +93,25 @@ function check(bytes: Uint8Array): void {
   if (objects !== objectOffsets.size) {
     throw new VerifyFailure('ppt.layout', 'a persist directory entry points inside another record');
   }
-  if (file.topLevel.has(PICTURES_STREAM)) checkPictures(content(PICTURES_STREAM));
+  if (file.topLevel.has(PICTURES_STREAM)) checkPictures(content(PICTURES_STREAM), limits);
 }
 
-/** The `Pictures` stream is OfficeArtBlip records end to end ([MS-ODRAW] 2.2.23), nothing else. */
-function checkPictures(pictures: Uint8Array): void {
+/**
+ * The `Pictures` stream is OfficeArtBlip records end to end ([MS-ODRAW] 2.2.23), nothing else,
+ * each a picture the rebuild wrote ({@link checkBlip}).
+ */
+function checkPictures(pictures: Uint8Array, limits: MetafileLimits): void {
   for (let offset = 0; offset < pictures.length;) {
     const record = readRecord(pictures, offset, pictures.length);
-    if (record.recType < FIRST_BLIP_TYPE || record.recType > LAST_BLIP_TYPE) {
+    if (!isBlipType(record.recType)) {
       throw new VerifyFailure(
         'ppt.pictures',
         `the Pictures stream holds a record of type 0x${record.recType.toString(16)}`,
       );
+    }
+    const fault = checkBlip(pictures, record, limits);
+    if (fault !== undefined) {
+      throw new VerifyFailure('ppt.pictures', `the Pictures stream holds ${fault}`);
     }
     offset = record.end;
   }

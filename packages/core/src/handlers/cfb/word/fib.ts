@@ -41,6 +41,8 @@ export const FC_LCB = {
   /** The path of the file Word autosaved this document from. */
   autosaveSource: 35,
   plcfFldEdn: 48,
+  /** The drawings (OfficeArtContent, 2.9.172): shapes and the BLIP store of floating pictures. */
+  dggInfo: 50,
   plcfFldTxbx: 57,
   plcfFldHdrTxbx: 59,
   /** Mail routing slip: recipients and subject. */

@@ -5,12 +5,19 @@ import { join } from 'node:path';
 
 import {
   ACTIVE_CONTENT_SIGNATURES,
+  buildImage,
   buildWordBinary,
   clamscanVerdicts,
   damageCompoundFile,
   EICAR_TEST_FILE,
+  ensureExiftool,
+  exiftoolTags,
+  exiftoolWrite,
   olefileListing,
   convertWithLibreOffice,
+  pngChunk,
+  unexpectedImageTags,
+  withPngChunks,
 } from '@disarm/fixtures';
 import { describe, expect, it } from 'vitest';
 
@@ -22,6 +29,7 @@ import { VerifyFailure } from '../../types.ts';
 import { NO_CLSID } from '../../../_internal/cfb/tree.ts';
 import type { CompoundNode, CompoundStorage } from '../../../_internal/cfb/tree.ts';
 import { FindingTally } from '../../../findings.ts';
+import { artChildren, readArtRecord, walkArtRecords } from '../office-art.ts';
 import { neutraliseFields } from './fields.ts';
 import { parseFib } from './fib.ts';
 import { scanObjectPool } from './objects.ts';
@@ -30,6 +38,63 @@ import { verifyWordBinary } from './verify.ts';
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
 const TEMPLATE = '\\\\attacker.example\\share\\evil.dotm';
 const utf16 = (text: string): Buffer => Buffer.from(text, 'utf16le');
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const PNG_END = Buffer.from('IEND');
+
+/** The PNG pictures a stream holds, cut from their signature to their IEND chunk. */
+function pngsIn(stream: Buffer): Buffer[] {
+  const pngs: Buffer[] = [];
+  for (
+    let at = stream.indexOf(PNG_SIGNATURE);
+    at >= 0;
+    at = stream.indexOf(PNG_SIGNATURE, at + 1)
+  ) {
+    const end = stream.indexOf(PNG_END, at);
+    if (end > at) pngs.push(stream.subarray(at, end + 8));
+  }
+  return pngs;
+}
+
+/** A stream of a compound file, as python-olefile reads it. */
+function streamOf(bytes: Uint8Array, path: string): Buffer {
+  return Buffer.from(
+    olefileListing(bytes).entries.find((entry) => entry.path === path)?.hex ?? '',
+    'hex',
+  );
+}
+
+/** Text and the number of pictures LibreOffice draws for each file, read from its PDF export. */
+function drawnByLibreOffice(
+  files: Record<string, Uint8Array>,
+): Record<string, { text: string; images: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'word-pictures-'));
+  try {
+    mkdirSync(join(dir, 'files'));
+    for (const [name, bytes] of Object.entries(files))
+      writeFileSync(join(dir, 'files', name), bytes);
+    const pdfs = join(dir, 'pdf');
+    convertWithLibreOffice({
+      to: 'pdf',
+      outDir: pdfs,
+      files: Object.keys(files).map((name) => join(dir, 'files', name)),
+      profileDir: join(dir, 'profile'),
+    });
+    const drawn: Record<string, { text: string; images: number }> = {};
+    for (const name of Object.keys(files)) {
+      const pdf = join(pdfs, name.replace(/\.doc$/, '.pdf'));
+      drawn[name] = {
+        text: execFileSync('pdftotext', [pdf, '-'], { encoding: 'utf8' }).replace(/\s+/g, ''),
+        images: execFileSync('pdfimages', ['-list', pdf], { encoding: 'utf8' })
+          .trim()
+          .split('\n')
+          .slice(2).length,
+      };
+    }
+    return drawn;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 async function rebuild(bytes: Uint8Array, fileName = 'f.doc'): Promise<Buffer> {
   return Buffer.from(cleaned(await disarm({ bytes, fileName })).bytes);
@@ -133,10 +198,9 @@ describe('Word 97-2003 rebuild', () => {
     const output = Buffer.from(outcome.bytes);
     expect(output.includes(utf16('EMBED'))).toBe(false);
     expect(output.includes(Buffer.from('calc.exe'))).toBe(false);
-    // The preview picture's PICF and metafile stay in the Data stream as they were.
-    const dataOf = (bytes: Uint8Array): string | undefined =>
-      olefileListing(bytes).entries.find((entry) => entry.path === 'Data')?.hex;
-    expect(dataOf(outcome.bytes)).toBe(dataOf(input));
+    // The preview picture stays in the Data stream, its metafile rebuilt rather than copied.
+    expect(streamOf(outcome.bytes, 'Data').length).toBeGreaterThan(0);
+    expect(streamOf(outcome.bytes, 'Data').equals(streamOf(input, 'Data'))).toBe(false);
 
     // Independent judges: ClamAV flags the package in the input and nothing in the output;
     // LibreOffice draws the preview (its icon a bitmap, its caption text) in both, with the
@@ -173,6 +237,209 @@ describe('Word 97-2003 rebuild', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 300_000);
+
+  it('rebuilds inline, floating and preview pictures: nothing of theirs is copied', async () => {
+    ensureExiftool();
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const inline = withPngChunks(png, [pngChunk('tEXt', 'Comment\0INLINE-SECRET')]);
+    const floating = exiftoolWrite(png, 'png', ['-EXIF:Artist=FLOATING-SECRET']);
+    const input = await buildWordBinary({
+      texts: TEXTS,
+      picture: inline,
+      floatingPicture: floating,
+      embeddedObject: true,
+    });
+    // LibreOffice stores the PNGs as they were: the inline one in the Data stream (a PICF and
+    // its BLIP), the floating one in the WordDocument stream, named by the drawings' BLIP store.
+    expect(pngsIn(streamOf(input, 'Data')).some((p) => p.includes('INLINE-SECRET'))).toBe(true);
+    expect(pngsIn(streamOf(input, 'WordDocument')).some((p) => p.includes('FLOATING-SECRET'))).toBe(
+      true,
+    );
+
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'f.doc' }));
+    expect(findingsOf(outcome)).toEqual({ 'embedded-object': 1, 'image-metadata': 2 });
+    const output = Buffer.from(outcome.bytes);
+    for (const secret of ['INLINE-SECRET', 'FLOATING-SECRET']) {
+      expect(output.includes(Buffer.from(secret)), secret).toBe(false);
+    }
+    // Independent judge: exiftool reads nothing but pixels and structure in each picture kept.
+    const pictures = [
+      ...pngsIn(streamOf(output, 'Data')),
+      ...pngsIn(streamOf(output, 'WordDocument')),
+    ];
+    expect(pictures).toHaveLength(2);
+    for (const picture of pictures)
+      expect(unexpectedImageTags(exiftoolTags(picture, 'png'))).toEqual([]);
+
+    // LibreOffice reads the same text and draws the same pictures (two PNGs and the preview's
+    // icon) from the output as from the input.
+    const drawn = drawnByLibreOffice({ 'in.doc': input, 'out.doc': output });
+    expect(drawn['out.doc']).toEqual(drawn['in.doc']);
+    expect(drawn['out.doc']?.images).toBe(3);
+    expect(drawn['out.doc']?.text).toContain('Besidethefloatingpicture');
+
+    const again = cleaned(await disarm({ bytes: output, fileName: 'f.doc' }));
+    expect(again.findings).toEqual([]);
+    expect(Buffer.from(again.bytes).equals(output)).toBe(true);
+  }, 300_000);
+
+  it("drops the path of an inline picture's file (MM_SHAPEFILE) and keeps the picture", async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, picture: png });
+    const path = 'C:\\Users\\alice\\Pictures\\holiday.png';
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    // [MS-DOC] 2.9.192: the one picture at 0 of the Data stream, given the name Word writes
+    // after the PICF of a picture inserted from a file (mfpf.mm MM_SHAPEFILE, 0x66).
+    const children = root.children.map((child) => {
+      if (child.kind !== 'stream' || child.name !== 'Data') return child;
+      const data = Buffer.from(child.content);
+      const picf = Buffer.from(data.subarray(0, 68));
+      const name = Buffer.concat([Buffer.from([path.length]), Buffer.from(path, 'latin1')]);
+      picf.writeUInt32LE(data.readUInt32LE(0) + name.length, 0);
+      picf.writeUInt16LE(0x66, 6);
+      return { ...child, content: Buffer.concat([picf, name, data.subarray(68)]) };
+    });
+    const named = writeCompoundFile({ ...root, children });
+    expect(Buffer.from(named).includes(Buffer.from(path, 'latin1'))).toBe(true);
+    const outcome = cleaned(await disarm({ bytes: named, fileName: 'f.doc' }));
+    expect(outcome.findings).toEqual([]);
+    expect(Buffer.from(outcome.bytes).includes(Buffer.from('holiday'))).toBe(false);
+    const data = streamOf(outcome.bytes, 'Data');
+    expect(data.readUInt16LE(6)).toBe(0x64);
+    expect(pngsIn(data)).toHaveLength(1);
+  });
+
+  it('unlinks a floating picture from where it was fetched and keeps it shown', async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, floatingPicture: png });
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    // The floating shape's pibFlags ([MS-ODRAW] 2.3.23) say: load the picture from its name,
+    // a URL, when the document is shown (msoblipflagURL | msoblipflagLinkToFile).
+    const children = root.children.map((child) => {
+      if (child.kind !== 'stream' || child.name !== '1Table') return child;
+      const table = Buffer.from(child.content);
+      const word = root.children.find((entry) => entry.name === 'WordDocument');
+      if (word?.kind !== 'stream') throw new Error('no WordDocument');
+      const fc = Buffer.from(word.content).readUInt32LE(154 + 50 * 8);
+      const lcb = Buffer.from(word.content).readUInt32LE(154 + 50 * 8 + 4);
+      const dgg = readArtRecord(table, fc, fc + lcb, 'x');
+      const drawing = readArtRecord(table, dgg.end + 1, fc + lcb, 'x');
+      let flags = 0;
+      walkArtRecords(table, drawing, 'x', (record) => {
+        if (record.recType !== 0xf00b) return;
+        for (let i = 0; i < record.recInstance; i += 1) {
+          const at = record.body + i * 6;
+          if ((table.readUInt16LE(at) & 0x3fff) === 0x0106) flags = at + 2;
+        }
+      });
+      if (flags === 0) throw new Error('LibreOffice wrote no pibFlags');
+      table.writeUInt32LE(0x0a, flags);
+      return { ...child, content: table };
+    });
+    const linked = writeCompoundFile({ ...root, children });
+    const outcome = cleaned(await disarm({ bytes: linked, fileName: 'f.doc' }));
+    expect(findingsOf(outcome)).toEqual({ 'external-relationship': 1 });
+    const drawn = drawnByLibreOffice({ 'in.doc': input, 'out.doc': outcome.bytes });
+    expect(drawn['out.doc']).toEqual(drawn['in.doc']);
+    expect(drawn['out.doc']?.images).toBe(1);
+    // Verify holds the link out of a written file.
+    const streams = ['WordDocument', '1Table', 'Data'];
+    const kept = writeCompoundFile({
+      ...root,
+      children: children.filter((child) => streams.includes(child.name)),
+    });
+    const error: unknown = await verifyWordBinary(
+      { bytes: kept, findings: [] },
+      engineContext(),
+    ).catch((caught: unknown) => caught);
+    expect(error instanceof VerifyFailure && error.check).toBe('word.pictures');
+  }, 300_000);
+
+  it('drops a picture that does not rebuild and keeps the document readable', async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, picture: png });
+    // The picture's pixel data broken where it is: the PNG no longer decodes.
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    const children = root.children.map((child) => {
+      if (child.kind !== 'stream' || child.name !== 'Data') return child;
+      const data = Buffer.from(child.content);
+      const idat = data.indexOf('IDAT');
+      data.fill(0x5a, idat + 4, idat + 24);
+      return { ...child, content: data };
+    });
+    const damaged = writeCompoundFile({ ...root, children });
+    const outcome = cleaned(await disarm({ bytes: damaged, fileName: 'f.doc' }));
+    expect(findingsOf(outcome)).toEqual({ 'hidden-data': 1 });
+    expect(olefileListing(outcome.bytes).entries.map((entry) => entry.path)).toEqual([
+      '1Table',
+      'WordDocument',
+    ]);
+    const drawn = drawnByLibreOffice({ 'in.doc': input, 'out.doc': outcome.bytes });
+    expect(drawn['out.doc']?.text).toBe(drawn['in.doc']?.text);
+    expect(drawn['in.doc']?.images).toBe(1);
+    expect(drawn['out.doc']?.images).toBe(0);
+  }, 300_000);
+
+  it('rebuilds or rejects a document whose picture structures are damaged, never failing', async () => {
+    const png = await buildImage('png', { width: 40, height: 30 });
+    const input = await buildWordBinary({ texts: TEXTS, picture: png, floatingPicture: png });
+    const { root } = parseCompoundFile(input, { what: 'input', maxBytes: 1e8 });
+    const content = (name: string): Buffer => {
+      const child = root.children.find((entry) => entry.name === name);
+      if (child?.kind !== 'stream') throw new Error(`LibreOffice wrote no ${name}`);
+      return Buffer.from(child.content);
+    };
+    const word = content('WordDocument');
+    const table = content('1Table');
+    const data = content('Data');
+    // The inline picture: its PICF at 0, the shape, then its BLIP store entry and BLIP.
+    const shape = readArtRecord(data, 68, data.length, 'x');
+    const inlineEntry = readArtRecord(data, shape.end, data.length, 'x');
+    // The floating picture: the BLIP store entry of the drawings ([MS-DOC] fcDggInfo).
+    const dggInfo = word.readUInt32LE(154 + 50 * 8);
+    const [store] = artChildren(
+      table,
+      readArtRecord(table, dggInfo, table.length, 'x'),
+      'x',
+    ).filter((child) => child.recType === 0xf001);
+    if (!store) throw new Error('LibreOffice wrote no BLIP store');
+    const [entry] = artChildren(table, store, 'x');
+    if (!entry) throw new Error('LibreOffice wrote no BLIP store entry');
+    const delay = table.readUInt32LE(entry.body + 28);
+    const damages: [string, number, number][] = [
+      ['Data', 0, 0xffffffff],
+      ['Data', 0, 10],
+      ['Data', 4, 0],
+      ['Data', 6, 8],
+      ['Data', shape.offset + 4, 0x7fffffff],
+      ['Data', inlineEntry.offset + 4, 3],
+      ['Data', inlineEntry.body + 40, 0xfffffff0],
+      ['1Table', entry.body + 20, 0xffffffff],
+      ['1Table', entry.body + 28, 0xfffffff0],
+      ['1Table', entry.body + 28, 0],
+      ['1Table', store.offset + 4, 0x7fffffff],
+      ['WordDocument', delay + 4, 3],
+    ];
+    for (const [name, offset, value] of damages) {
+      const children = root.children.map((child) => {
+        if (child.kind !== 'stream' || child.name !== name) return child;
+        const damaged = Buffer.from(child.content);
+        damaged.writeUInt32LE(value, offset);
+        return { ...child, content: damaged };
+      });
+      const outcome = await disarm({
+        bytes: writeCompoundFile({ ...root, children }),
+        fileName: 'f.doc',
+      });
+      const what = `${name}@${offset}=${value}`;
+      if (outcome.status === 'rejected') {
+        expect(outcome.reason, what).toBe('invalid_file');
+        expect(outcome.detail, what).not.toContain('the written document');
+      } else {
+        expect(outcome.status, what).toBe('cleaned');
+      }
+    }
+  });
 
   it('scans every stream of an object before it drops it', async () => {
     const clean = await disarm({
@@ -294,6 +561,18 @@ describe('Word 97-2003 rebuild', () => {
     expect(await failure(vba, (name) => streams(name) || name === 'Macros')).toBe('cfb.entries');
     const dot = await buildWordBinary({ texts: TEXTS, template: TEMPLATE });
     expect(await failure(dot, streams)).toBe('word.template');
+    // Summary information is never written: the allowlist of streams holds it out.
+    expect(await failure(dot, (name) => streams(name) || name === '\u0005SummaryInformation')).toBe(
+      'cfb.entries',
+    );
+    // A picture copied as it was, its text chunk and its BLIP store entry's place kept.
+    const pictured = await buildWordBinary({
+      texts: TEXTS,
+      picture: withPngChunks(await buildImage('png'), [pngChunk('tEXt', 'Comment\0kept')]),
+    });
+    expect(await failure(pictured, (name) => streams(name) || name === 'Data')).toBe(
+      'word.pictures',
+    );
     // An object's field blanked, its storage gone, but its characters still OLE objects.
     const object = await buildWordBinary({ texts: TEXTS, embeddedObject: true });
     const { root } = parseCompoundFile(object, { what: 'input', maxBytes: 1e8 });

@@ -11,6 +11,7 @@ import { neutraliseFields } from './fields.ts';
 import { clearFcLcb, FC_LCB, fcLcb, parseFib, setFcLcb } from './fib.ts';
 import type { Fib } from './fib.ts';
 import { clearObjectCharacters, OBJECT_POOL, scanObjectPool } from './objects.ts';
+import { rebuildWordPictures } from './pictures.ts';
 
 /** [MS-DOC] 2.1.1: the root storage's class of a Word document, {00020906-0000-0000-C000-000000000046}. */
 export const WORD_DOCUMENT_CLSID = Uint8Array.from([
@@ -62,7 +63,9 @@ const DROPPED_QUIETLY = new Set([
  * and mail-merge source are emptied, and every byte of the table stream that no FIB pair
  * points at is zeroed. Embedded and linked objects go with the `ObjectPool` storage (each of
  * its streams scanned first) while their preview pictures stay: the EMBED or LINK field keeps
- * its result, and the result's characters lose the properties that made them an object.
+ * its result, and the result's characters lose the properties that made them an object. Every
+ * picture kept, inline or floating, is rebuilt by the image or metafile rebuild and the `Data`
+ * stream is written anew with only what the text points at (see {@link rebuildWordPictures}).
  */
 export async function rebuildWordBinary(
   input: DetectedFile,
@@ -102,12 +105,18 @@ export async function rebuildWordBinary(
   clearStructures(word, table, fib, findings);
   zeroUnreferenced(word, table, fib);
   context.deadline.check();
+  const pictures = await rebuildWordPictures(
+    { word, table, data: data?.content, fib, what },
+    { input, context, findings },
+  );
 
   const children: CompoundNode[] = [
-    { kind: 'stream', name: 'WordDocument', content: word },
+    { kind: 'stream', name: 'WordDocument', content: pictures.word },
     { kind: 'stream', name: fib.tableName, content: table },
   ];
-  if (data) children.push({ kind: 'stream', name: 'Data', content: data.content });
+  if (pictures.data.length > 0) {
+    children.push({ kind: 'stream', name: 'Data', content: pictures.data });
+  }
   const bytes = writeCompoundFile({
     kind: 'storage',
     name: 'Root Entry',

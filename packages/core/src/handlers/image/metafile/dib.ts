@@ -123,7 +123,7 @@ export function keptDib(
     usage === DIB_RGB_COLORS
       ? kept
       : { info: withGreyTable(header, tableAt, entries, core), bits: kept.bits };
-  decodeBmp(asBmpFile(decodable), {
+  decodeBmp(dibAsBmpFile(decodable), {
     maxPixels: limits.maxPixels,
     maxDecodeBytes: limits.maxDecodeBytes,
   });
@@ -164,8 +164,8 @@ function withGreyTable(
   return out;
 }
 
-/** The bitmap as a BMP file, for the decoder. */
-function asBmpFile({ info, bits }: KeptDib): Uint8Array {
+/** A bitmap as a BMP file (its 14-byte file header added), for the decoder. */
+export function dibAsBmpFile({ info, bits }: KeptDib): Uint8Array {
   const file = new Uint8Array(FILE_HEADER_BYTES + info.length + bits.length);
   const view = new DataView(file.buffer);
   file[0] = 0x42;

@@ -1,0 +1,8 @@
+export {
+  createPostgresStore,
+  DEFAULT_CONNECTION_TIMEOUT_MS,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_SCHEMA,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+} from './postgres-store.ts';
+export type { PostgresStore, PostgresStoreOptions } from './postgres-store.ts';

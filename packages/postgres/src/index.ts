@@ -6,3 +6,5 @@ export {
   DEFAULT_STATEMENT_TIMEOUT_MS,
 } from './postgres-store.ts';
 export type { PostgresStore, PostgresStoreOptions } from './postgres-store.ts';
+export { createPostgresDocumentEvents } from './postgres-events.ts';
+export type { PostgresDocumentEvents, PostgresDocumentEventsOptions } from './postgres-events.ts';

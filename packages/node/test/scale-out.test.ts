@@ -223,3 +223,77 @@ describe('disarm serve --role api and --role worker on one PostgreSQL', () => {
     expect(envelope.status).toBe('pending');
   });
 });
+
+describe('two API nodes and two worker nodes on one PostgreSQL', () => {
+  it('spreads submissions over both APIs, answers every sync wait, bills each document once', async () => {
+    const database = await newDatabase();
+    const dataDir = await tempDir();
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    // The API nodes first (each migrates; the second finds the schema current), then workers.
+    const apis = [await startApiNode(database, dataDir), await startApiNode(database, dataDir)];
+    const workers = await Promise.all([
+      startWorkerNode([`--database=${database}`, `--data-dir=${dataDir}`, '--workers=1']),
+      startWorkerNode([`--database=${database}`, `--data-dir=${dataDir}`, '--workers=1']),
+    ]);
+    const organisation = await admin(
+      database,
+      'org',
+      'create',
+      '--name=Acme',
+      '--plan=starter',
+      '--allowance=6',
+    );
+    const key = await admin(
+      database,
+      'key',
+      'create',
+      `--org=${String(organisation.id)}`,
+      '--name=t',
+    );
+    const headers = { 'X-Api-Key': String(key.key) };
+    const png = new Uint8Array(await pngWithMetadata());
+
+    const submit = async (apiUrl: string, name: string): Promise<Response> => {
+      const form = new FormData();
+      form.append('file', new Blob([png]), name);
+      return fetch(`${apiUrl}/v1/documents?wait=true`, { method: 'POST', headers, body: form });
+    };
+    // Six at once, alternating API nodes: every sync wait is answered by whichever worker took
+    // the document, through the database's notifications (or the waiters' polling).
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, index) =>
+        submit(apis[index % 2]?.apiUrl ?? '', `photo-${index}.png`),
+      ),
+    );
+    const envelopes = await Promise.all(
+      responses.map(async (response) => ({
+        status: response.status,
+        body: (await response.json()) as { id: string; status: string },
+      })),
+    );
+    expect(envelopes.map((envelope) => envelope.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(envelopes.map((envelope) => envelope.body.status)).toEqual(
+      Array.from({ length: 6 }, () => 'completed'),
+    );
+    expect(new Set(envelopes.map((envelope) => envelope.body.id)).size).toBe(6);
+
+    // One set of books across nodes: exactly six units used, and the seventh is refused on
+    // either API node.
+    for (const api of apis) {
+      const account = await fetch(`${api.apiUrl}/v1/account`, { headers });
+      expect(
+        ((await account.json()) as { periodUsedSubmissions: number }).periodUsedSubmissions,
+      ).toBe(6);
+    }
+    const refused = await submit(apis[1]?.apiUrl ?? '', 'one-too-many.png');
+    await refused.body?.cancel();
+    expect(refused.status).toBe(429);
+
+    // A worker killed outright leaves the other serving the queue.
+    for (const worker of workers.slice(0, 1)) process.kill(worker.pid, 'SIGKILL');
+    await admin(database, 'org', 'update', `--org=${String(organisation.id)}`, '--allowance=7');
+    const after = await submit(apis[0]?.apiUrl ?? '', 'after-kill.png');
+    expect(after.status).toBe(200);
+    expect(((await after.json()) as { status: string }).status).toBe('completed');
+  });
+});

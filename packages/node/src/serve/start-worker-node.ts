@@ -22,9 +22,9 @@ export interface RunningWorkerNode {
    */
   advanceClock(milliseconds: number): Promise<Date>;
   /**
-   * Drains: stops leasing, lets documents in flight finish for up to `SHUTDOWN_GRACE_MS` (a
-   * document still running then is left to its lease, which lapses so another worker takes it),
-   * then closes the worker pool and the store. Idempotent.
+   * Drains: stops leasing, lets documents in flight finish within `SHUTDOWN_GRACE_MS`, releases
+   * the lease of any still running (another worker's recovery takes it), then closes the worker
+   * pool and the store. Idempotent.
    */
   close(): Promise<void>;
 }

@@ -100,7 +100,9 @@ export function registerServeCommand(program: Command, context: CliContext): voi
     .description(
       'Run the embedded disarm service: the v1 API, the storage origin for signed links on its ' +
         'own port, a pool of worker processes and the retention sweeper, with state in a SQLite ' +
-        'file and blobs under --data-dir. JSON logs go to stdout, one line per request. On first ' +
+        'file under --data-dir or the PostgreSQL database of --database, and blobs under ' +
+        '--data-dir. --role api or worker splits it over several hosts. JSON logs go to stdout, ' +
+        'one line per request. On first ' +
         'start with an empty store a demo organisation and API key are created and printed once ' +
         'to stderr. Stops gracefully on SIGTERM or SIGINT.',
     )

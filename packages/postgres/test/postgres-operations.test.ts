@@ -274,6 +274,52 @@ describe('a lost connection', () => {
   });
 });
 
+describe('pool limits and timeouts', () => {
+  it('gives up on a statement stuck behind a lock after the statement timeout', async () => {
+    const schema = nextSchema();
+    await openStore(schema);
+    const store = await createPostgresStore({
+      connectionString: url,
+      schema,
+      statementTimeoutMs: 300,
+    });
+    opened.push(store);
+    await store.createOrganisation({ id: 'org_a', name: 'A', plan: 'starter' }, T0);
+    const blocker = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await blocker.connect();
+    opened.push({ close: () => blocker.end() });
+    await blocker.query('BEGIN');
+    await blocker.query(`SELECT * FROM organisations WHERE id = 'org_a' FOR UPDATE`);
+    // A stalled session never holds a request for ever: the server cancels the statement.
+    await expect(store.acceptDocument(document('doc_1'), T0)).rejects.toThrow(/statement timeout/);
+    await blocker.query('ROLLBACK');
+    expect((await store.acceptDocument(document('doc_1'), T0)).kind).toBe('accepted');
+  });
+
+  it('waits for a free connection no longer than the connection timeout', async () => {
+    const schema = nextSchema();
+    await openStore(schema);
+    const store = await createPostgresStore({
+      connectionString: url,
+      schema,
+      maxConnections: 1,
+      connectionTimeoutMs: 200,
+    });
+    opened.push(store);
+    await store.createOrganisation({ id: 'org_a', name: 'A', plan: 'starter' }, T0);
+    const blocker = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await blocker.connect();
+    opened.push({ close: () => blocker.end() });
+    await blocker.query('BEGIN');
+    await blocker.query(`SELECT * FROM organisations WHERE id = 'org_a' FOR UPDATE`);
+    // The pool's one connection waits on the lock; the next caller is refused, not queued.
+    const holding = store.acceptDocument(document('doc_1'), T0);
+    await expect(store.getOrganisation('org_a', T0)).rejects.toThrow(/timeout/);
+    await blocker.query('COMMIT');
+    expect((await holding).kind).toBe('accepted');
+  });
+});
+
 describe('document events across nodes', () => {
   async function openEvents(schema: string): Promise<PostgresDocumentEvents> {
     const events = await createPostgresDocumentEvents({

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 
 import { startTemporaryCluster } from '@disarm/postgres/testing';
 import type { TemporaryCluster } from '@disarm/postgres/testing';
@@ -295,5 +296,118 @@ describe('two API nodes and two worker nodes on one PostgreSQL', () => {
     const after = await submit(apis[0]?.apiUrl ?? '', 'after-kill.png');
     expect(after.status).toBe(200);
     expect(((await after.json()) as { status: string }).status).toBe('completed');
+  });
+});
+
+describe('a worker killed with SIGKILL', () => {
+  /**
+   * A worker process that leases the next document for `leaseMs` and then hangs, as a worker
+   * host does when it dies mid-document; resolves the id it holds.
+   */
+  async function startDoomedWorker(
+    database: string,
+    leaseMs: number,
+  ): Promise<{ id: string; kill(): Promise<void> }> {
+    const script = `
+      import { createPostgresStore } from '@disarm/postgres';
+      const store = await createPostgresStore({ connectionString: process.argv[1] });
+      const leased = await store.leaseDocument('worker-on-a-dying-host', new Date(), ${leaseMs});
+      process.stdout.write((leased?.id ?? 'none') + '\\n');
+      setInterval(() => undefined, 60_000);
+    `;
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        TSX_LOADER,
+        '--conditions=@disarm/source',
+        '--input-type=module',
+        '-e',
+        script,
+        database,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: childEnv(),
+        cwd: fileURLToPath(new URL('.', import.meta.url)),
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = once(child, 'exit');
+    const id = await new Promise<string>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        stdout += chunk;
+        if (stdout.endsWith('\n')) resolve(stdout.trim());
+      });
+      void exited.then(() => {
+        reject(new Error(`the doomed worker exited early:\n${stderr}`));
+      });
+    });
+    return {
+      id,
+      async kill() {
+        child.kill('SIGKILL');
+        await exited;
+      },
+    };
+  }
+
+  it('loses its lease, and another worker finishes the document, billed once', async () => {
+    const database = await newDatabase();
+    const dataDir = await tempDir();
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const api = await startApiNode(database, dataDir);
+    const organisation = await admin(
+      database,
+      'org',
+      'create',
+      '--name=Acme',
+      '--plan=payg',
+      '--credit-pence=100',
+      '--price-pence=10',
+    );
+    const key = await admin(
+      database,
+      'key',
+      'create',
+      `--org=${String(organisation.id)}`,
+      '--name=t',
+    );
+    const headers = { 'X-Api-Key': String(key.key) };
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(await pngWithMetadata())]), 'photo.png');
+    const submitted = await fetch(`${api.apiUrl}/v1/documents`, {
+      method: 'POST',
+      headers,
+      body: form,
+    });
+    expect(submitted.status).toBe(202);
+    const { id } = (await submitted.json()) as { id: string };
+
+    const doomed = await startDoomedWorker(database, 1_000);
+    expect(doomed.id).toBe(id);
+    await doomed.kill();
+    expect(
+      (
+        (await (await fetch(`${api.apiUrl}/v1/documents/${id}`, { headers })).json()) as {
+          status: string;
+        }
+      ).status,
+    ).toBe('processing');
+
+    // The next worker's recovery finds the lapsed lease and processes the document again.
+    await startWorkerNode([`--database=${database}`, `--data-dir=${dataDir}`, '--workers=1']);
+    let status = 'processing';
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while ((status === 'processing' || status === 'pending') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const response = await fetch(`${api.apiUrl}/v1/documents/${id}`, { headers });
+      status = ((await response.json()) as { status: string }).status;
+    }
+    expect(status).toBe('completed');
+    const account = await fetch(`${api.apiUrl}/v1/account`, { headers });
+    expect(((await account.json()) as { creditBalancePence: number }).creditBalancePence).toBe(90);
   });
 });

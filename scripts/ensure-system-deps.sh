@@ -23,6 +23,8 @@ REQUIRED=(
   libreoffice-impress-nogui:/usr/lib/libreoffice/program/libslideshowlo.so
   # An independent compound-file reader, to judge rebuilt .doc files.
   python3-olefile:/usr/lib/python3/dist-packages/olefile/olefile.py
+  # A real PostgreSQL server for @disarm/postgres's tests (a temporary cluster per test file).
+  postgresql-15:/usr/lib/postgresql/15/bin/initdb
   # The README's examples, which the README test runs as written.
   curl:curl
   jq:jq

@@ -62,11 +62,14 @@ export {
   hashAdminToken,
   SHUTDOWN_GRACE_MS,
   startServer,
+  startWorkerNode,
 } from './serve/index.ts';
 export type {
   DemoAccount,
   EmbeddedDisarm,
   EmbeddedDisarmOptions,
   RunningDisarm,
+  RunningWorkerNode,
   ServerOptions,
+  WorkerNodeOptions,
 } from './serve/index.ts';

@@ -26,12 +26,7 @@ const SKIPPED_FOLDERS = new Set(['node_modules', 'dist', '.out', '.git', '.data'
 /** Largest source file read for names; larger ones are generated data. */
 const MAX_SOURCE_BYTES = 2 * 1024 * 1024;
 /** The packages the page lists as not yet built. */
-const PLANNED_PACKAGES = new Set([
-  '@disarm/postgres',
-  '@disarm/s3',
-  '@disarm/azure',
-  '@disarm/client',
-]);
+const PLANNED_PACKAGES = new Set(['@disarm/s3', '@disarm/azure', '@disarm/client']);
 
 interface PackageJson {
   readonly name: string;

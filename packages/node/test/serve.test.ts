@@ -257,6 +257,16 @@ describe('disarm serve', () => {
       const run = await runDisarm(['serve', `--data-dir=${dataDir}`, ...args]);
       expect(run.code, args.join(' ')).toBe(64);
     }
+    // The roles and the database are known options, refused for what they say.
+    for (const [args, said] of [
+      [['--database=mysql://db.internal/disarm'], 'sqlite:<path> or postgres://'],
+      [['--role=primary'], 'Allowed choices are all, api, worker'],
+      [['--role=worker', '--no-processing'], '--role worker processes documents'],
+    ] as const) {
+      const run = await runDisarm(['serve', `--data-dir=${dataDir}`, ...args]);
+      expect(run.code, args.join(' ')).toBe(64);
+      expect(run.stderr, args.join(' ')).toContain(said);
+    }
     // A switch in the environment takes 1, true, 0 or false: a misspelt "off" turns nothing on.
     for (const name of ['DISARM_TEST_MODE', 'DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN']) {
       const badEnv = await runDisarm(['serve', `--data-dir=${dataDir}`], {

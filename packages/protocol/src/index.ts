@@ -56,6 +56,29 @@ export type {
   Organisation,
   UploadRecord,
 } from './domain/types.ts';
+export {
+  billingPeriodContaining,
+  decideAcceptance,
+  patchOrganisation,
+  provisionOrganisation,
+  refundFailure,
+  rollBillingPeriod,
+  submitRefusal,
+  termsFor,
+} from './domain/billing.ts';
+export type {
+  Acceptance,
+  AcceptanceInput,
+  OrganisationTerms,
+  UploadRefusal,
+} from './domain/billing.ts';
+export {
+  deletionOf,
+  DOWNLOAD_RETENTION_MS,
+  endDocument,
+  isLive,
+  lapsedLeaseOutcome,
+} from './domain/processing.ts';
 export { cryptoRandom, newId } from './domain/ids.ts';
 export type { IdKind } from './domain/ids.ts';
 export { API_KEY_PREFIX, generateApiKey, hashApiKey, isWellFormedApiKey } from './auth/api-keys.ts';

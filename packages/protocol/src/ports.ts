@@ -1,5 +1,6 @@
 import type { Finding, Policy, RejectionReason } from '@disarm/core';
 
+import type { UploadRefusal } from './domain/billing.ts';
 import type { PlanName } from './domain/plans.ts';
 import type {
   ApiKeyRecord,
@@ -91,10 +92,7 @@ export type AcceptResult =
       readonly organisation: Organisation;
     }
   | SubmitRefusal
-  | { readonly kind: 'upload_not_found' }
-  | { readonly kind: 'upload_already_submitted' }
-  | { readonly kind: 'upload_not_uploaded' }
-  | { readonly kind: 'upload_too_large'; readonly maxSizeBytes: number };
+  | UploadRefusal;
 
 /** How processing ended, as the worker reports it. */
 export type DocumentResult =
@@ -209,6 +207,11 @@ export type OAuthClientChange =
  * Every read and write of tenant data takes the organisation id, so a foreign id is simply not
  * found. Money and allowance move only inside the transaction of the state change that causes
  * them (accept charges, failure refunds).
+ *
+ * A store decides nothing itself: inside each transaction it reads the rows, asks the domain's
+ * rules what follows (`rollBillingPeriod`, `decideAcceptance`, `submitRefusal`, `endDocument`,
+ * `refundFailure`, `lapsedLeaseOutcome`, `deletionOf`, `patchOrganisation`, …, all exported by
+ * this package) and writes their answer, so every store bills, refuses and retains alike.
  */
 export interface StateStore {
   // Organisations

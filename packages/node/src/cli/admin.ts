@@ -9,8 +9,8 @@ import type { CliContext } from './context.ts';
 
 /**
  * Adds `disarm admin` to `program`: organisations, API keys, OAuth clients and token signing
- * keys, straight against the state store of `--data-dir` (the server may be running). One module
- * per resource under `admin/`.
+ * keys, straight against the state store of `--database` or `--data-dir` (the server may be
+ * running). One module per resource under `admin/`.
  */
 export function registerAdminCommand(program: Command, context: CliContext): void {
   const admin = program
@@ -18,8 +18,9 @@ export function registerAdminCommand(program: Command, context: CliContext): voi
     .summary('manage organisations, API keys, OAuth clients and signing keys')
     .description(
       'Manage organisations, API keys, OAuth clients and token signing keys directly in the ' +
-        'state store of --data-dir ' +
-        '(DISARM_DATA_DIR). Every command takes --json for one JSON object on stdout.',
+        'state store of --database (DISARM_DATABASE_URL: postgres://… or sqlite:<path>), by ' +
+        'default the SQLite file of --data-dir (DISARM_DATA_DIR). Every command takes --json ' +
+        'for one JSON object on stdout.',
     )
     .addHelpText(
       'after',
@@ -31,6 +32,7 @@ Exit status:
 
 Examples:
   $ disarm admin org create --name "Acme" --plan starter
+  $ disarm admin org list --database postgres://disarm@db.internal/disarm
   $ disarm admin key create --org org_… --name zapier
   $ disarm admin client create --org org_… --name billing --scope cdr.api --json
   $ disarm admin client rotate --org org_… --client cli_…

@@ -5,10 +5,11 @@ import { EXIT_CODES } from './_exit-codes.ts';
 import { registerAdminCommand } from './admin.ts';
 import { registerCleanCommand } from './clean.ts';
 import type { CliContext } from './context.ts';
+import { registerMigrateCommand } from './migrate.ts';
 import { registerServeCommand } from './serve.ts';
 
 /**
- * The `disarm` program: one sibling module per subcommand (`clean`, `serve`, `admin`).
+ * The `disarm` program: one sibling module per subcommand (`clean`, `serve`, `migrate`, `admin`).
  */
 function createProgram(context: CliContext): Command {
   const program = new Command('disarm')
@@ -25,6 +26,7 @@ function createProgram(context: CliContext): Command {
     .showHelpAfterError('(add --help for usage)');
   registerCleanCommand(program, context);
   registerServeCommand(program, context);
+  registerMigrateCommand(program, context);
   registerAdminCommand(program, context);
   return program;
 }

@@ -20,6 +20,8 @@ import {
   startServer,
 } from '../serve/start-server.ts';
 import type { RunningDisarm } from '../serve/start-server.ts';
+import { startWorkerNode } from '../serve/start-worker-node.ts';
+import { DATABASE_URL_ENV, describeDatabase, parseDatabaseUrl } from '../state/open-state.ts';
 import { batchLogLines } from './_log-lines.ts';
 import { EXIT_CODES, parseSwitchEnv, UsageError } from './_exit-codes.ts';
 import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
@@ -36,6 +38,11 @@ const EXTERNAL_ALLOW_ADMIN_ENV = 'DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN';
 /** Shortest admin token accepted: a guessable token would open the admin routes. */
 const MIN_ADMIN_TOKEN_CHARS = 24;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/**
+ * What one `disarm serve` process runs: `api` the HTTP API and storage origin (documents are
+ * queued for workers), `worker` the processing of queued documents (no port), `all` both.
+ */
+const ROLES = ['all', 'api', 'worker'] as const;
 
 /** IPC message a parent sends a `--test-mode` server to move its clock. */
 export interface AdvanceClockMessage {
@@ -59,6 +66,8 @@ interface ServeFlags extends ClamdFlags {
   readonly storagePort: number;
   readonly host: string;
   readonly dataDir: string;
+  readonly database?: string;
+  readonly role: (typeof ROLES)[number];
   readonly publicBaseUrl?: string;
   readonly storageBaseUrl?: string;
   readonly syncWaitSeconds: number;
@@ -91,7 +100,9 @@ export function registerServeCommand(program: Command, context: CliContext): voi
     .description(
       'Run the embedded disarm service: the v1 API, the storage origin for signed links on its ' +
         'own port, a pool of worker processes and the retention sweeper, with state in a SQLite ' +
-        'file and blobs under --data-dir. JSON logs go to stdout, one line per request. On first ' +
+        'file under --data-dir or the PostgreSQL database of --database, and blobs under ' +
+        '--data-dir. --role api or worker splits it over several hosts. JSON logs go to stdout, ' +
+        'one line per request. On first ' +
         'start with an empty store a demo organisation and API key are created and printed once ' +
         'to stderr. Stops gracefully on SIGTERM or SIGINT.',
     )
@@ -116,6 +127,22 @@ export function registerServeCommand(program: Command, context: CliContext): voi
       new Option('--data-dir <dir>', 'folder for disarm.sqlite, blobs/ and secrets/ (keep private)')
         .env('DISARM_DATA_DIR')
         .default(DEFAULT_DATA_DIR),
+    )
+    .addOption(
+      new Option(
+        '--database <url>',
+        'state store and queue: postgres://user@host:port/db for several nodes, or sqlite:<path> ' +
+          '(default: sqlite:<data-dir>/disarm.sqlite)',
+      ).env(DATABASE_URL_ENV),
+    )
+    .addOption(
+      new Option(
+        '--role <role>',
+        'api: HTTP only, documents queued for workers; worker: process queued documents, no port; all: both',
+      )
+        .env('DISARM_ROLE')
+        .default('all')
+        .choices(ROLES),
     )
     .addOption(
       new Option(
@@ -242,6 +269,14 @@ export function registerServeCommand(program: Command, context: CliContext): voi
 }
 
 async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
+  if (flags.role === 'worker' && !flags.processing) {
+    throw new UsageError('--role worker processes documents: it cannot take --no-processing');
+  }
+  try {
+    parseDatabaseUrl(flags.database, flags.dataDir);
+  } catch (error) {
+    throw new UsageError(`--database: ${error instanceof Error ? error.message : String(error)}`);
+  }
   const testMode = flags.testMode === true || parseSwitchEnv(TEST_MODE_ENV);
   const adminToken = flags.adminToken;
   // Worker processes inherit the environment and handle hostile files: they get no token.
@@ -275,10 +310,14 @@ async function serveWith(
   adminToken: string | undefined,
   { oauth, clamd }: { oauth: EmbeddedOAuthOptions; clamd: ClamdConfig | undefined },
 ): Promise<number> {
+  if (flags.role === 'worker') {
+    return serveWorker(logger, flushLogs, flags, context, { testMode, clamd });
+  }
   let server: RunningDisarm;
   try {
     server = await startServer({
       dataDir: flags.dataDir,
+      ...(flags.database === undefined ? {} : { database: flags.database }),
       port: flags.port,
       storagePort: flags.storagePort,
       host: flags.host,
@@ -290,7 +329,7 @@ async function serveWith(
       adminTokenHashes: adminToken === undefined ? [] : [hashAdminToken(adminToken)],
       testMode,
       demo: flags.demo,
-      processing: flags.processing,
+      processing: flags.processing && flags.role === 'all',
       oauth,
       ...(clamd === undefined ? {} : { clamd }),
       logger,
@@ -327,9 +366,52 @@ async function serveWith(
   return 0;
 }
 
+/**
+ * `disarm serve --role worker`: leases and processes queued documents until SIGTERM, which
+ * drains (no new lease; documents in flight finish within the grace).
+ */
+async function serveWorker(
+  logger: PinoLogger,
+  flushLogs: () => void,
+  flags: ServeFlags,
+  context: CliContext,
+  { testMode, clamd }: { testMode: boolean; clamd: ClamdConfig | undefined },
+): Promise<number> {
+  let worker: Stoppable;
+  try {
+    worker = await startWorkerNode({
+      dataDir: flags.dataDir,
+      ...(flags.database === undefined ? {} : { database: flags.database }),
+      workers: flags.workers ?? Math.max(1, availableParallelism()),
+      graceSeconds: flags.graceSeconds,
+      testMode,
+      ...(clamd === undefined ? {} : { clamd }),
+      logger,
+    });
+  } catch (error) {
+    logger.error({ err: error }, 'disarm serve could not start');
+    context.stderr.write(
+      `disarm serve: cannot start: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
+    return 1;
+  }
+  const stopped = untilStopped(worker, logger, context, testMode);
+  const database = describeDatabase(parseDatabaseUrl(flags.database, flags.dataDir));
+  logger.info({ role: 'worker', database, testMode }, 'disarm serve processing');
+  flushLogs();
+  context.stderr.write(
+    `disarm: worker processing documents of ${database}${testMode ? ' (TEST MODE: manual clock)' : ''}\n`,
+  );
+  await stopped;
+  return 0;
+}
+
+/** What a signal stops: a server or a worker node. */
+type Stoppable = Pick<RunningDisarm, 'close' | 'advanceClock'>;
+
 /** Resolves once a signal (or, in test mode, the parent going away) has shut the server down. */
 function untilStopped(
-  server: RunningDisarm,
+  server: Stoppable,
   logger: PinoLogger,
   context: CliContext,
   testMode: boolean,
@@ -477,7 +559,8 @@ Try it:
 function serveHelpText(): string {
   return `
 Environment (a flag given on the command line wins):
-  DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, DISARM_PUBLIC_BASE_URL,
+  DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, ${DATABASE_URL_ENV},
+  DISARM_ROLE, DISARM_PUBLIC_BASE_URL,
   DISARM_STORAGE_BASE_URL, DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS, DISARM_GRACE_SECONDS,
   DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
@@ -504,6 +587,8 @@ Examples:
   $ DISARM_ADMIN_TOKEN=$(openssl rand -hex 32) disarm serve --data-dir /var/lib/disarm --workers 4
   $ disarm serve --port 0 --storage-port 0 --test-mode
   $ disarm serve --clamd /run/clamav/clamd.ctl
+  $ disarm serve --role api --database postgres://disarm@db.internal/disarm
+  $ disarm serve --role worker --database postgres://disarm@db.internal/disarm
   $ disarm serve --oauth-external-issuer https://login.example.com/ \\
       --oauth-external-jwks-url https://login.example.com/.well-known/jwks.json
 `;

@@ -7,18 +7,22 @@ import { createClamdScanner } from '@disarm/core';
 import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
 import type { Clock, Logger } from '@disarm/protocol';
 import type { OAuthConfig } from '@disarm/protocol/oauth';
-import { createSqliteStore } from '@disarm/sqlite';
 
 import { silentLogger } from '../_internal/logger.ts';
 import { createLocalBlobStore } from '../blobs/create-local-blob-store.ts';
 import { createManualClock } from '../clock/manual-clock.ts';
 import type { ManualClock } from '../clock/manual-clock.ts';
 import { systemClock } from '../clock/system-clock.ts';
-import { createDocumentEvents } from '../events/create-document-events.ts';
 import { createWorkerPool } from '../pool/create-worker-pool.ts';
 import type { ClamdConfig } from '../pool/types.ts';
 import { createDispatcher } from '../processing/create-dispatcher.ts';
 import { createSweeper } from '../retention/create-sweeper.ts';
+import {
+  describeDatabase,
+  openDocumentEvents,
+  openStateStore,
+  parseDatabaseUrl,
+} from '../state/open-state.ts';
 import { provisionDemo } from './_demo.ts';
 import type { DemoAccount } from './_demo.ts';
 import { withRequestLog } from './_request-log.ts';
@@ -45,11 +49,18 @@ export type EmbeddedOAuthOptions = Omit<OAuthConfig, 'keyEncryptionKey'>;
 /** Options of {@link createEmbeddedDisarm}. */
 export interface EmbeddedDisarmOptions {
   /**
-   * Folder of all state: `disarm.sqlite`, `blobs/`, `secrets/link-signing.key`,
+   * Folder of all state: `disarm.sqlite` (unless {@link database} names another), `blobs/`, `secrets/link-signing.key`,
    * `secrets/token-signing.kek`, `work/`. Created when missing. It holds key hashes, the
    * link-signing secret and the key that seals the token signing keys: keep it private.
    */
   readonly dataDir: string;
+  /**
+   * The state store and queue: `postgres://user@host:port/database` for several nodes on one
+   * PostgreSQL (migrated on start, under a lock, so nodes starting at once migrate once), or
+   * `sqlite:<path>`. Document events follow it (LISTEN/NOTIFY on PostgreSQL).
+   * @default `sqlite:<dataDir>/disarm.sqlite`
+   */
+  readonly database?: string;
   /**
    * Base URL clients reach the API at (what `statusUrl`s, `Location` headers and the OpenAPI
    * `servers` start with), e.g. `https://cdr.example.com`. A trailing slash is dropped.
@@ -181,8 +192,8 @@ export function hashAdminToken(token: string): string {
 }
 
 /**
- * Builds the embedded service in this process without listening anywhere: the SQLite state
- * store, the local blob store and link signer, a pool of worker processes with its dispatcher,
+ * Builds the embedded service in this process without listening anywhere: the state store
+ * (SQLite by default, PostgreSQL from `database`), the local blob store and link signer, a pool of worker processes with its dispatcher,
  * the retention sweeper, and the two fetch handlers — the v1 API and the storage origin — for
  * the caller to mount (a framework route, `createListener`, `listen`). {@link startServer} is
  * this plus two listeners.
@@ -235,13 +246,14 @@ export async function createEmbeddedDisarm(
     const secret = await loadLinkSecret(dataDir);
     const tokenSigningKek = await loadTokenSigningKek(dataDir);
 
-    const store = createSqliteStore({
-      path: join(dataDir, 'disarm.sqlite'),
+    const database = parseDatabaseUrl(options.database, dataDir);
+    const { store } = await openStateStore(database, {
       onMigrationNotice: (notice) => {
         logger.warn({ notice }, 'schema migration changed access');
       },
     });
     cleanups.push(() => store.close());
+    logger.info({ database: describeDatabase(database) }, 'state store open');
     const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());
 
     const pool = createWorkerPool({
@@ -263,7 +275,11 @@ export async function createEmbeddedDisarm(
       poolOpen = false;
       await pool.close();
     });
-    const events = createDocumentEvents();
+    const documentEvents = await openDocumentEvents(database, (error) => {
+      logger.warn({ err: error }, 'document events: connection lost, listening again');
+    });
+    cleanups.push(() => documentEvents.close());
+    const events = documentEvents.events;
 
     const signer = createLinkSigner(secret, storageBaseUrl);
     const blobs = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });

@@ -19,3 +19,5 @@ export {
 } from './start-server.ts';
 export type { RunningDisarm, ServerOptions } from './start-server.ts';
 export type { DemoAccount } from './_demo.ts';
+export { startWorkerNode } from './start-worker-node.ts';
+export type { RunningWorkerNode, WorkerNodeOptions } from './start-worker-node.ts';

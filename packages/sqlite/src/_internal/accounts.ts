@@ -1,7 +1,11 @@
 import type { Database } from 'better-sqlite3';
 
-import { billingPeriodContaining, rollPeriod, termsFor } from './billing.ts';
+import { patchOrganisation, provisionOrganisation, rollBillingPeriod } from '@disarm/protocol';
+import type { Organisation } from '@disarm/protocol';
+
 import {
+  checkedDate,
+  fromOrganisation,
   toApiKey,
   toMillis,
   toMillisOrNull,
@@ -31,49 +35,50 @@ export type AccountOps = Pick<
   | 'saveSigningKey'
 >;
 
-/** Reads and writes organisation rows, rolling the billing period forward on every write. */
+/** Reads and writes organisations, rolling the billing period forward on every write. */
 export interface OrganisationRows {
-  /** The row as seen at `atMs` (period rolled, nothing written). */
-  read(id: string, atMs: number): OrganisationRow | undefined;
+  /** The organisation as seen at `at` (period rolled, nothing written). */
+  read(id: string, at: Date): Organisation | undefined;
   /**
-   * The row as seen at `atMs`, with a rolled period written back. Call inside a write
+   * The organisation as seen at `at`, with a rolled period written back. Call inside a write
    * transaction only.
    */
-  readForUpdate(id: string, atMs: number): OrganisationRow | undefined;
-  /** Adds `creditPence` and `usedSubmissions` (either may be negative; usage floors at 0). */
-  adjust(id: string, creditPence: number, usedSubmissions: number): void;
+  readForUpdate(id: string, at: Date): Organisation | undefined;
+  /** Writes `organisation` as it is (inside the write transaction that read it). */
+  write(organisation: Organisation): void;
 }
 
 /** The organisation row helpers shared by the document operations. */
 export function createOrganisationRows(db: Database): OrganisationRows {
   const select = db.prepare<[string], OrganisationRow>('SELECT * FROM organisations WHERE id = ?');
-  const writePeriod = db.prepare<[number, number, number, string]>(
-    `UPDATE organisations SET period_start = ?, period_end = ?, period_used_submissions = ?
-     WHERE id = ?`,
+  const update = db.prepare<[OrganisationRow]>(
+    `UPDATE organisations SET
+       name = @name, status = @status, plan = @plan, plan_type = @plan_type,
+       monthly_allowance = @monthly_allowance, rate_limit_per_minute = @rate_limit_per_minute,
+       max_file_size_bytes = @max_file_size_bytes, max_upload_size_bytes = @max_upload_size_bytes,
+       price_per_document_pence = @price_per_document_pence,
+       credit_balance_pence = @credit_balance_pence, period_start = @period_start,
+       period_end = @period_end, period_used_submissions = @period_used_submissions,
+       policy = @policy
+     WHERE id = @id`,
   );
-  const adjust = db.prepare<[number, number, string]>(
-    `UPDATE organisations
-     SET credit_balance_pence = credit_balance_pence + ?,
-         period_used_submissions = MAX(0, period_used_submissions + ?)
-     WHERE id = ?`,
-  );
+  const write = (organisation: Organisation): void => {
+    update.run(fromOrganisation(organisation));
+  };
   return {
-    read(id, atMs) {
+    read(id, at) {
       const row = select.get(id);
-      return row === undefined ? undefined : rollPeriod(row, atMs);
+      return row === undefined ? undefined : rollBillingPeriod(toOrganisation(row), at);
     },
-    readForUpdate(id, atMs) {
+    readForUpdate(id, at) {
       const row = select.get(id);
       if (row === undefined) return undefined;
-      const rolled = rollPeriod(row, atMs);
-      if (rolled !== row) {
-        writePeriod.run(rolled.period_start, rolled.period_end, rolled.period_used_submissions, id);
-      }
+      const stored = toOrganisation(row);
+      const rolled = rollBillingPeriod(stored, at);
+      if (rolled !== stored) write(rolled);
       return rolled;
     },
-    adjust(id, creditPence, usedSubmissions) {
-      adjust.run(creditPence, usedSubmissions, id);
-    },
+    write,
   };
 }
 
@@ -94,18 +99,6 @@ export function createAccountOps(db: Database, organisations: OrganisationRows):
   const selectOrganisationIds = db.prepare<[], { id: string }>(
     'SELECT id FROM organisations ORDER BY created_at, id',
   );
-  const updateOrganisationRow = db.prepare<[OrganisationRow]>(
-    `UPDATE organisations SET
-       name = @name, status = @status, plan = @plan, plan_type = @plan_type,
-       monthly_allowance = @monthly_allowance, rate_limit_per_minute = @rate_limit_per_minute,
-       max_file_size_bytes = @max_file_size_bytes, max_upload_size_bytes = @max_upload_size_bytes,
-       price_per_document_pence = @price_per_document_pence,
-       credit_balance_pence = @credit_balance_pence, period_start = @period_start,
-       period_end = @period_end, period_used_submissions = @period_used_submissions,
-       policy = @policy
-     WHERE id = @id`,
-  );
-
   const insertApiKey = db.prepare<[ApiKeyRow]>(
     `INSERT INTO api_keys (id, organisation_id, name, display_prefix, hash, created_at, revoked_at)
      VALUES (@id, @organisation_id, @name, @display_prefix, @hash, @created_at, @revoked_at)`,
@@ -173,56 +166,29 @@ export function createAccountOps(db: Database, organisations: OrganisationRows):
   );
 
   const updateOrganisation = db.transaction<AccountOps['updateOrganisation']>((id, patch, at) => {
-    const atMs = toMillis(at);
-    const row = organisations.readForUpdate(id, atMs);
-    if (row === undefined) return undefined;
-    const plan = patch.plan ?? row.plan;
-    // A new plan starts from its own terms; otherwise overrides apply to the current ones.
-    const terms = termsFor(plan, patch.terms, patch.plan === undefined ? row : undefined);
-    const next: OrganisationRow = {
-      ...row,
-      ...terms,
-      name: patch.name ?? row.name,
-      status: patch.status ?? row.status,
-      plan,
-      credit_balance_pence: row.credit_balance_pence + (patch.creditDeltaPence ?? 0),
-      policy: patch.policy === undefined ? row.policy : JSON.stringify(patch.policy),
-    };
-    updateOrganisationRow.run(next);
-    return toOrganisation(next);
+    const organisation = organisations.readForUpdate(id, checkedDate(at));
+    if (organisation === undefined) return undefined;
+    const next = patchOrganisation(organisation, patch);
+    organisations.write(next);
+    return next;
   });
 
   return {
     createOrganisation(input, at) {
-      const atMs = toMillis(at);
-      const period = billingPeriodContaining(atMs);
-      const row: OrganisationRow = {
-        id: input.id,
-        name: input.name,
-        status: 'active',
-        plan: input.plan,
-        ...termsFor(input.plan, input.terms),
-        credit_balance_pence: input.creditBalancePence ?? 0,
-        period_start: period.start,
-        period_end: period.end,
-        period_used_submissions: 0,
-        policy: JSON.stringify(input.policy ?? {}),
-        created_at: atMs,
-      };
-      insertOrganisation.run(row);
-      return toOrganisation(row);
+      const organisation = provisionOrganisation(input, checkedDate(at));
+      insertOrganisation.run(fromOrganisation(organisation));
+      return organisation;
     },
     getOrganisation(id, at) {
-      const row = organisations.read(id, toMillis(at));
-      return row === undefined ? undefined : toOrganisation(row);
+      return organisations.read(id, checkedDate(at));
     },
     listOrganisations(at) {
-      const atMs = toMillis(at);
+      const checked = checkedDate(at);
       // One read transaction, so the list is one consistent snapshot.
       return db.transaction(() =>
         selectOrganisationIds.all().flatMap(({ id }) => {
-          const row = organisations.read(id, atMs);
-          return row === undefined ? [] : [toOrganisation(row)];
+          const organisation = organisations.read(id, checked);
+          return organisation === undefined ? [] : [organisation];
         }),
       )();
     },

@@ -1,10 +1,18 @@
-import { assertTransition, isInFlight, toReasonDetail } from '@disarm/protocol';
+import {
+  assertTransition,
+  decideAcceptance,
+  deletionOf,
+  endDocument,
+  isLive,
+  lapsedLeaseOutcome,
+  refundFailure,
+  submitRefusal,
+} from '@disarm/protocol';
 import type { AcceptResult, DocumentRecord, DocumentResult, SweepItem } from '@disarm/protocol';
 import type { Database } from 'better-sqlite3';
 
 import type { OrganisationRows } from './accounts.ts';
-import { accountRefusal, meterRefusal } from './billing.ts';
-import { toDocument, toFlag, toMillis, toMillisOrNull, toOrganisation, toUpload } from './rows.ts';
+import { checkedDate, toDocument, toFlag, toMillis, toMillisOrNull, toUpload } from './rows.ts';
 import type { DocumentRow, UploadRow } from './rows.ts';
 import type { SyncStateStore } from './sync.ts';
 
@@ -31,9 +39,6 @@ export type DocumentOps = Pick<
 
 /** Documents whose last read this connection remembers (a few MB at most). */
 const RECENT_DOCUMENTS = 1024;
-
-/** Download link and cleaned-file retention, 24 hours from completion (`getDocument`). */
-const DOWNLOAD_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /** Columns of a new document row (the rest take their initial values in the INSERT). */
 interface NewDocumentRow {
@@ -117,7 +122,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     `UPDATE documents SET lease_expires_at = ?
      WHERE id = ? AND status = 'processing' AND lease_owner = ? AND lease_expires_at > ?`,
   );
-  const endDocument = db.prepare<[EndingRow], DocumentRow>(
+  const endRow = db.prepare<[EndingRow], DocumentRow>(
     `UPDATE documents SET
        status = @status, completed_at = @completed_at, output_blob_key = @output_blob_key,
        output_file_name = @output_file_name, output_format = @output_format,
@@ -207,132 +212,77 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     'UPDATE uploads SET blob_removed_at = ? WHERE id = ? AND blob_removed_at IS NULL',
   );
 
-  /** Credits back what `row` was charged, in the caller's transaction (`failed` is credited). */
-  function refund(row: DocumentRow, atMs: number): void {
-    const organisation = organisations.readForUpdate(row.organisation_id, atMs);
-    if (organisation === undefined) return;
-    // Every accepted document counted one submission in the period it was submitted in; only
-    // the current period's count can be given back (a past period is closed).
-    const usage = row.submitted_at >= organisation.period_start ? -1 : 0;
-    organisations.adjust(row.organisation_id, row.charged_pence, usage);
-    clearCharge.run(row.id);
-  }
-
   /** Ends `row` as `result`, refunding a failure; in the caller's transaction. */
-  function end(row: DocumentRow, result: DocumentResult, atMs: number): DocumentRow {
-    assertTransition(row.status, result.status);
-    const base = {
+  function end(row: DocumentRow, result: DocumentResult, at: Date): DocumentRow {
+    const document = endDocument(toDocument(row), result, at);
+    const output = document.output;
+    const ended = endRow.get({
       id: row.id,
-      completed_at: atMs,
-      output_blob_key: null,
-      output_file_name: null,
-      output_format: null,
-      output_media_type: null,
-      output_converted: null,
-      output_size_bytes: null,
-      output_findings: null,
-      threat_names: '[]',
-      detail: null,
-      reason_detail: null,
-      download_expires_at: null,
-    } as const;
-    let ending: EndingRow;
-    switch (result.status) {
-      case 'completed':
-        ending = {
-          ...base,
-          status: 'completed',
-          output_blob_key: result.blobKey,
-          output_file_name: result.fileName,
-          output_format: result.format,
-          output_media_type: result.mediaType,
-          output_converted: toFlag(result.converted),
-          output_size_bytes: result.sizeBytes,
-          output_findings: JSON.stringify(result.findings),
-          reason: null,
-          download_expires_at: atMs + DOWNLOAD_RETENTION_MS,
-        };
-        break;
-      case 'rejected':
-        ending = {
-          ...base,
-          status: 'rejected',
-          reason: result.reason,
-          threat_names: JSON.stringify(result.threatNames),
-          detail: result.detail,
-          reason_detail: toReasonDetail(result),
-        };
-        break;
-      case 'failed':
-        ending = {
-          ...base,
-          status: 'failed',
-          reason: result.reason,
-          detail: result.detail,
-          reason_detail: toReasonDetail(result),
-        };
-        break;
-    }
-    const ended = endDocument.get(ending);
+      status: result.status,
+      completed_at: toMillis(at),
+      output_blob_key: output?.blobKey ?? null,
+      output_file_name: output?.fileName ?? null,
+      output_format: output?.format ?? null,
+      output_media_type: output?.mediaType ?? null,
+      output_converted: output === null ? null : toFlag(output.converted),
+      output_size_bytes: output?.sizeBytes ?? null,
+      output_findings: output === null ? null : JSON.stringify(output.findings),
+      reason: document.reason,
+      threat_names: JSON.stringify(document.threatNames),
+      detail: document.detail,
+      reason_detail: document.reasonDetail,
+      download_expires_at: toMillisOrNull(document.downloadExpiresAt),
+    });
     if (ended === undefined) throw new Error(`document ${row.id} vanished while ending`);
-    if (result.status === 'failed') {
-      refund(ended, atMs);
-      return selectDocument.get(row.id) ?? ended;
-    }
-    return ended;
+    if (document.status !== 'failed') return ended;
+    const organisation = organisations.readForUpdate(row.organisation_id, at);
+    if (organisation === undefined) return ended;
+    const refunded = refundFailure(document, organisation);
+    organisations.write(refunded.organisation);
+    clearCharge.run(row.id);
+    return selectDocument.get(row.id) ?? ended;
   }
 
   const acceptDocument = db.transaction<DocumentOps['acceptDocument']>(
     (input, at): AcceptResult => {
-      const atMs = toMillis(at);
-      const row = organisations.readForUpdate(input.organisationId, atMs);
-      const organisation = row === undefined ? undefined : toOrganisation(row);
-      const refused = accountRefusal(organisation);
-      if (refused !== undefined || organisation === undefined) {
-        return refused ?? { kind: 'not_provisioned' };
-      }
-      let upload: UploadRow | undefined;
-      if (input.uploadId !== undefined) {
-        upload = selectOwnUpload.get(input.organisationId, input.uploadId);
-        // Unknown, expired or foreign uploads are all UploadNotFound (`submitDocument`).
-        if (upload === undefined || atMs >= upload.expires_at) return { kind: 'upload_not_found' };
-        if (upload.uploaded_at === null) return { kind: 'upload_not_uploaded' };
-        if (upload.submitted_at !== null) return { kind: 'upload_already_submitted' };
-        if ((upload.size_bytes ?? 0) > organisation.maxUploadSizeBytes) {
-          return { kind: 'upload_too_large', maxSizeBytes: organisation.maxUploadSizeBytes };
-        }
-      }
-      const meter = meterRefusal(organisation);
-      if (meter !== undefined) return meter;
-
-      const chargedPence =
-        organisation.planType === 'payg' ? (organisation.pricePerDocumentPence ?? 0) : 0;
-      insertDocument.run({
-        id: input.id,
-        organisation_id: input.organisationId,
-        lane: input.lane,
-        // By reference, the staged upload is the truth about the bytes and their name.
-        file_name: upload?.file_name ?? input.fileName,
-        size_bytes: upload?.size_bytes ?? input.sizeBytes,
-        delete_after_download: toFlag(input.deleteAfterDownload),
-        status_style_202: toFlag(input.statusStyle202),
-        intake_key: upload?.blob_key ?? input.intakeKey,
-        submitted_at: atMs,
-        charged_pence: chargedPence,
-        counted_in_allowance: toFlag(organisation.planType === 'tier'),
+      const organisation = organisations.readForUpdate(input.organisationId, checkedDate(at));
+      const upload =
+        input.uploadId === undefined || organisation === undefined
+          ? undefined
+          : selectOwnUpload.get(input.organisationId, input.uploadId);
+      const decision = decideAcceptance({
+        document: input,
+        organisation,
+        upload: upload === undefined ? undefined : toUpload(upload),
+        at,
       });
-      organisations.adjust(input.organisationId, -chargedPence, 1);
-      if (upload !== undefined) consumeUpload.run(atMs, input.id, upload.id);
+      if (decision.kind !== 'accept') return decision;
 
-      const document = selectDocument.get(input.id);
-      const charged = organisations.read(input.organisationId, atMs);
-      if (document === undefined || charged === undefined) {
-        throw new Error(`document ${input.id} was not stored`);
+      const document = decision.document;
+      insertDocument.run({
+        id: document.id,
+        organisation_id: document.organisationId,
+        lane: document.lane,
+        file_name: document.fileName,
+        size_bytes: document.sizeBytes,
+        delete_after_download: toFlag(document.deleteAfterDownload),
+        status_style_202: toFlag(document.statusStyle202),
+        intake_key: document.intakeKey,
+        submitted_at: toMillis(document.submittedAt),
+        charged_pence: document.chargedPence,
+        counted_in_allowance: toFlag(document.countedInAllowance),
+      });
+      organisations.write(decision.organisation);
+      if (decision.upload !== null) {
+        consumeUpload.run(toMillis(at), document.id, decision.upload.id);
       }
+
+      const stored = selectDocument.get(document.id);
+      if (stored === undefined) throw new Error(`document ${document.id} was not stored`);
       return {
         kind: 'accepted',
-        document: toDocument(document),
-        organisation: toOrganisation(charged),
+        document: toDocument(stored),
+        organisation: decision.organisation,
       };
     },
   );
@@ -341,10 +291,9 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     (organisationId, id, at) => {
       const row = selectOwnDocument.get(organisationId, id);
       if (row === undefined) return { kind: 'not_found' };
-      if (isInFlight(row.status)) return { kind: 'in_flight', document: toDocument(row) };
-      if (row.status !== 'completed' || row.output_removed_at !== null || row.deleted_at !== null) {
-        return { kind: 'nothing_to_delete', document: toDocument(row) };
-      }
+      const document = toDocument(row);
+      const deletion = deletionOf(document);
+      if (deletion !== 'delete') return { kind: deletion, document };
       const atMs = toMillis(at);
       const deleted = markDeleted.get(atMs, atMs, id) ?? row;
       return { kind: 'deleted', document: toDocument(deleted), blobKey: row.output_blob_key };
@@ -361,37 +310,26 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
   });
 
   const finishDocument = db.transaction<DocumentOps['finishDocument']>((id, owner, result, at) => {
-    const atMs = toMillis(at);
     const row = selectDocument.get(id);
     const held =
       row?.status === 'processing' &&
       row.lease_owner === owner &&
       row.lease_expires_at !== null &&
-      atMs < row.lease_expires_at;
+      isLive(new Date(row.lease_expires_at), checkedDate(at));
     if (!held) return undefined;
-    return toDocument(end(row, result, atMs));
+    return toDocument(end(row, result, at));
   });
 
   const recoverLapsedLeases = db.transaction<DocumentOps['recoverLapsedLeases']>(
     (at, maxAttempts) => {
-      const atMs = toMillis(at);
       const failed: DocumentRecord[] = [];
-      for (const row of selectLapsed.all(atMs)) {
-        if (row.attempts < maxAttempts) {
-          assertTransition(row.status, 'pending');
+      for (const row of selectLapsed.all(toMillis(at))) {
+        const outcome = lapsedLeaseOutcome(toDocument(row), maxAttempts);
+        if (outcome.kind === 'retry') {
           requeue.run(row.id);
           continue;
         }
-        const ended = end(
-          row,
-          {
-            status: 'failed',
-            reason: 'internal_error',
-            detail: `processing was interrupted ${row.attempts} times (lease lapsed)`,
-          },
-          atMs,
-        );
-        failed.push(toDocument(ended));
+        failed.push(toDocument(end(row, outcome.result, at)));
       }
       return failed;
     },
@@ -425,11 +363,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
   return {
     acceptDocument: (input, at) => acceptDocument.immediate(input, at),
     checkCanSubmit(organisationId, at) {
-      const row = organisations.read(organisationId, toMillis(at));
-      const organisation = row === undefined ? undefined : toOrganisation(row);
-      const refused = accountRefusal(organisation);
-      if (refused !== undefined || organisation === undefined) return refused;
-      return meterRefusal(organisation);
+      return submitRefusal(organisations.read(organisationId, checkedDate(at)));
     },
     getDocument(organisationId, id) {
       const revision = selectOwnRevision.get(organisationId, id);

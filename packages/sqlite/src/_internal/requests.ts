@@ -1,3 +1,4 @@
+import { isLive } from '@disarm/protocol';
 import type { IdempotencyClaim } from '@disarm/protocol';
 import type { Database } from 'better-sqlite3';
 
@@ -44,8 +45,8 @@ export function createRequestOps(db: Database): RequestOps {
     const nowMs = toMillis(record.createdAt);
     const existing = selectKey.get(record.organisationId, record.key);
     if (existing !== undefined) {
-      // README "Idempotency": the replay window is over, so the key is free again.
-      if (nowMs < existing.expires_at) {
+      // README "Idempotency": once the replay window is over, the key is free again.
+      if (isLive(new Date(existing.expires_at), record.createdAt)) {
         return { kind: 'existing', record: toIdempotencyRecord(existing) };
       }
       deleteKey.run(record.organisationId, record.key);

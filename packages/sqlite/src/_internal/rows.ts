@@ -154,6 +154,12 @@ export function toMillis(date: Date): number {
   return millis;
 }
 
+/** `date`, once it is known to be a valid time (what a stored one must be). */
+export function checkedDate(date: Date): Date {
+  toMillis(date);
+  return date;
+}
+
 /** Nullable `Date` -> stored milliseconds. */
 export function toMillisOrNull(date: Date | null): number | null {
   return date === null ? null : toMillis(date);
@@ -187,6 +193,28 @@ export function toOrganisation(row: OrganisationRow): Organisation {
     periodUsedSubmissions: row.period_used_submissions,
     policy: parseStored(row.policy) as Policy,
     createdAt: new Date(row.created_at),
+  };
+}
+
+/** Converts an organisation to its row (the inverse of {@link toOrganisation}). */
+export function fromOrganisation(organisation: Organisation): OrganisationRow {
+  return {
+    id: organisation.id,
+    name: organisation.name,
+    status: organisation.status,
+    plan: organisation.plan,
+    plan_type: organisation.planType,
+    monthly_allowance: organisation.monthlyAllowance,
+    rate_limit_per_minute: organisation.rateLimitPerMinute,
+    max_file_size_bytes: organisation.maxFileSizeBytes,
+    max_upload_size_bytes: organisation.maxUploadSizeBytes,
+    price_per_document_pence: organisation.pricePerDocumentPence,
+    credit_balance_pence: organisation.creditBalancePence,
+    period_start: toMillis(organisation.periodStart),
+    period_end: toMillis(organisation.periodEnd),
+    period_used_submissions: organisation.periodUsedSubmissions,
+    policy: JSON.stringify(organisation.policy),
+    created_at: toMillis(organisation.createdAt),
   };
 }
 

@@ -1,14 +1,15 @@
 import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 
 import type { ApiKeyRecord, StateStore } from '@disarm/protocol';
-import { createSqliteStore } from '@disarm/sqlite';
 import { Option } from 'commander';
 import type { Command } from 'commander';
 
 import { EXIT_CODES, UsageError } from '../_exit-codes.ts';
 import type { CliContext } from '../context.ts';
 import { DEFAULT_DATA_DIR } from '../serve.ts';
+import { DATABASE_URL_ENV, openStateStore, parseDatabaseUrl } from '../../state/open-state.ts';
+import type { DatabaseLocation } from '../../state/open-state.ts';
 
 /** Exit status of `disarm admin` commands, stable for scripts. */
 export const ADMIN_EXIT_CODES = {
@@ -21,6 +22,7 @@ export const ADMIN_EXIT_CODES = {
 /** Options every admin command has. */
 export interface AdminFlags {
   readonly dataDir: string;
+  readonly database?: string;
   readonly json?: true;
 }
 
@@ -29,13 +31,19 @@ export class RefusedError extends Error {
   override readonly name = 'RefusedError';
 }
 
-/** Adds `--data-dir` and `--json` to a leaf command. */
+/** Adds `--data-dir`, `--database` and `--json` to a leaf command. */
 export function withAdminOptions(command: Command): Command {
   return command
     .addOption(
       new Option('--data-dir <dir>', 'folder of the service state (as for disarm serve)')
         .env('DISARM_DATA_DIR')
         .default(DEFAULT_DATA_DIR),
+    )
+    .addOption(
+      new Option(
+        '--database <url>',
+        'state store of the service: postgres://… or sqlite:<path> (as for disarm serve)',
+      ).env(DATABASE_URL_ENV),
     )
     .option('--json', 'print one JSON object on stdout instead of text');
 }
@@ -60,10 +68,11 @@ export function adminAction<Flags>(
 ): () => Promise<void> {
   return async () => {
     const flags = command.opts<Flags & AdminFlags>();
-    const dataDir = resolve(flags.dataDir);
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    const store = createSqliteStore({
-      path: join(dataDir, 'disarm.sqlite'),
+    const database = databaseOf(command, flags);
+    if (database.kind === 'sqlite') {
+      await mkdir(resolve(flags.dataDir), { recursive: true, mode: 0o700 });
+    }
+    const { store } = await openStateStore(database, {
       onMigrationNotice: (notice) => context.stderr.write(`disarm admin: ${notice}\n`),
     });
     try {
@@ -90,6 +99,21 @@ export function adminAction<Flags>(
       await store.close();
     }
   };
+}
+
+/** The database `--database` (or the data folder's SQLite file) names; a bad URL is a usage error. */
+export function databaseOf(
+  command: Command,
+  flags: { readonly dataDir: string; readonly database?: string },
+): DatabaseLocation {
+  try {
+    return parseDatabaseUrl(flags.database, flags.dataDir);
+  } catch (error) {
+    return command.error(
+      `error: --database: ${error instanceof Error ? error.message : String(error)}`,
+      { exitCode: ADMIN_EXIT_CODES.usage },
+    );
+  }
 }
 
 /** An API key as shown: everything but the hash. */

@@ -16,7 +16,13 @@ export { jsonResponse } from './http/negotiation.ts';
 export { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
 export type { BufferedResponseInit } from './http/buffered-response.ts';
 export type { DisarmApiConfig, DisarmApiPorts, DocsAsset, Logger } from './config.ts';
-export { createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
+export { contentDisposition, createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
+export {
+  assertBlobKey,
+  isBlobKey,
+  MAX_BLOB_KEY_CHARS,
+  MAX_BLOB_KEY_SEGMENTS,
+} from './blobs/keys.ts';
 export type { StorageApiOptions } from './storage/api.ts';
 export { createLinkSigner, STORAGE_PATH_PREFIX } from './storage/signer.ts';
 export type { LinkClaims, LinkRefusal, LinkSigner } from './storage/signer.ts';

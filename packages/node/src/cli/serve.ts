@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 
+import { openBlobStore } from '../blobs/open-blob-store.ts';
 import type { ClamdConfig } from '../pool/types.ts';
 import type { DemoAccount } from '../serve/_demo.ts';
 import type { EmbeddedOAuthOptions } from '../serve/create-embedded-disarm.ts';
@@ -59,6 +60,7 @@ interface ServeFlags extends ClamdFlags {
   readonly storagePort: number;
   readonly host: string;
   readonly dataDir: string;
+  readonly blobs?: string;
   readonly publicBaseUrl?: string;
   readonly storageBaseUrl?: string;
   readonly syncWaitSeconds: number;
@@ -116,6 +118,15 @@ export function registerServeCommand(program: Command, context: CliContext): voi
       new Option('--data-dir <dir>', 'folder for disarm.sqlite, blobs/ and secrets/ (keep private)')
         .env('DISARM_DATA_DIR')
         .default(DEFAULT_DATA_DIR),
+    )
+    .addOption(
+      new Option(
+        '--blobs <url>',
+        's3://bucket/prefix: keep blobs in an S3-compatible bucket (AWS_* environment) instead of ' +
+          '<data-dir>/blobs',
+      )
+        .env('DISARM_BLOBS')
+        .argParser(parseBlobsUrl),
     )
     .addOption(
       new Option(
@@ -277,8 +288,10 @@ async function serveWith(
 ): Promise<number> {
   let server: RunningDisarm;
   try {
+    const blobs = flags.blobs === undefined ? undefined : await openBlobStore(flags.blobs, logger);
     server = await startServer({
       dataDir: flags.dataDir,
+      ...(blobs === undefined ? {} : { blobs }),
       port: flags.port,
       storagePort: flags.storagePort,
       host: flags.host,
@@ -443,6 +456,12 @@ function oauthOptions(flags: ServeFlags): EmbeddedOAuthOptions {
   };
 }
 
+/** Commander parser: an `s3://` location (its bucket and prefix are checked when opened). */
+function parseBlobsUrl(value: string): string {
+  if (!value.startsWith('s3://')) throw new InvalidArgumentError('expected s3://bucket/prefix');
+  return value;
+}
+
 /** Commander parser: comma-separated asymmetric JWS algorithms. */
 function parseAlgorithms(value: string): ExternalAlgorithm[] {
   const names = value
@@ -477,9 +496,9 @@ Try it:
 function serveHelpText(): string {
   return `
 Environment (a flag given on the command line wins):
-  DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, DISARM_PUBLIC_BASE_URL,
-  DISARM_STORAGE_BASE_URL, DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS, DISARM_GRACE_SECONDS,
-  DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
+  DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, DISARM_BLOBS,
+  DISARM_PUBLIC_BASE_URL, DISARM_STORAGE_BASE_URL, DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS,
+  DISARM_GRACE_SECONDS, DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
   DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,
@@ -490,7 +509,12 @@ Data folder (--data-dir):
                                 (synchronous = FULL: on disk before a request is answered)
   disarm.sqlite-counters        per-minute rate-limit counters (synchronous = NORMAL: a power
                                 cut may forget the last moments of counts, never a charge)
-  blobs/                        submitted and cleaned files, staged uploads
+  blobs/                        submitted and cleaned files, staged uploads (unless --blobs)
+
+Blobs in S3 (--blobs s3://bucket/prefix): credentials, region and endpoint come from the AWS
+  environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3 or
+  AWS_ENDPOINT_URL for an S3-compatible service, addressed path-style). Links are presigned by
+  the bucket; the storage port then serves nothing.
   secrets/link-signing.key      HMAC secret of the storage links (made on first start, 0600)
   secrets/token-signing.kek     AES-256-GCM key sealing the OAuth signing keys (same; every
                                 process sharing disarm.sqlite needs the same file)
@@ -504,6 +528,7 @@ Examples:
   $ DISARM_ADMIN_TOKEN=$(openssl rand -hex 32) disarm serve --data-dir /var/lib/disarm --workers 4
   $ disarm serve --port 0 --storage-port 0 --test-mode
   $ disarm serve --clamd /run/clamav/clamd.ctl
+  $ AWS_ENDPOINT_URL=http://127.0.0.1:9000 disarm serve --blobs s3://cdr-blobs/prod
   $ disarm serve --oauth-external-issuer https://login.example.com/ \\
       --oauth-external-jwks-url https://login.example.com/.well-known/jwks.json
 `;

@@ -5,12 +5,13 @@ import { join, resolve } from 'node:path';
 
 import { createClamdScanner } from '@disarm/core';
 import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
-import type { Clock, Logger } from '@disarm/protocol';
+import type { BlobStore, Clock, Logger } from '@disarm/protocol';
 import type { OAuthConfig } from '@disarm/protocol/oauth';
 import { createSqliteStore } from '@disarm/sqlite';
 
 import { silentLogger } from '../_internal/logger.ts';
 import { createLocalBlobStore } from '../blobs/create-local-blob-store.ts';
+import type { LocalBlobStore } from '../blobs/create-local-blob-store.ts';
 import { createManualClock } from '../clock/manual-clock.ts';
 import type { ManualClock } from '../clock/manual-clock.ts';
 import { systemClock } from '../clock/system-clock.ts';
@@ -99,6 +100,13 @@ export interface EmbeddedDisarmOptions {
    * @default no clamd: the built-in EICAR scanner only
    */
   readonly clamd?: ClamdConfig;
+  /**
+   * Where submitted, cleaned and uploaded bytes live, e.g. an S3 bucket (`@disarm/s3`): its own
+   * links replace the storage origin's, which then serves nothing. Its clock is the real one, so
+   * test mode's clock does not expire its links.
+   * @default a folder `blobs/` under `dataDir`, its links served by {@link EmbeddedDisarm.storage}
+   */
+  readonly blobs?: BlobStore;
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
   /**
@@ -134,8 +142,8 @@ export interface EmbeddedDisarm {
   readonly apiUrl: string;
   /** {@link EmbeddedDisarmOptions.storageBaseUrl} without its trailing slash. */
   readonly storageUrl: string;
-  /** Where blobs live (`<dataDir>/blobs`). */
-  readonly blobDirectory: string;
+  /** Where blobs live (`<dataDir>/blobs`), or `undefined` with {@link EmbeddedDisarmOptions.blobs}. */
+  readonly blobDirectory: string | undefined;
   /** The clock every component uses. */
   readonly clock: Clock;
   /** Set on the start that created the demo organisation (an empty store), never again. */
@@ -266,8 +274,15 @@ export async function createEmbeddedDisarm(
     const events = createDocumentEvents();
 
     const signer = createLinkSigner(secret, storageBaseUrl);
-    const blobs = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });
-    await blobs.removeStaleTempFiles(startedAt);
+    let local: LocalBlobStore | undefined;
+    let blobs: BlobStore;
+    if (options.blobs === undefined) {
+      local = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });
+      await local.removeStaleTempFiles(startedAt);
+      blobs = local;
+    } else {
+      blobs = options.blobs;
+    }
 
     const sweeper = createSweeper({
       store,
@@ -367,7 +382,7 @@ export async function createEmbeddedDisarm(
       storage: withRequestLog('storage', (request) => storage.fetch(request), logger),
       apiUrl: publicBaseUrl,
       storageUrl: storageBaseUrl,
-      blobDirectory: blobs.directory,
+      blobDirectory: local?.directory,
       clock,
       demo,
       async advanceClock(milliseconds) {

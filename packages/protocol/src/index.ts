@@ -15,7 +15,16 @@ export { problemResponse } from './http/problem-response.ts';
 export { jsonResponse } from './http/negotiation.ts';
 export { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
 export type { BufferedResponseInit } from './http/buffered-response.ts';
-export type { DisarmApiConfig, DisarmApiPorts, DocsAsset, Logger } from './config.ts';
+export type {
+  AcceptedSample,
+  ApiObserver,
+  DisarmApiConfig,
+  DisarmApiPorts,
+  DocsAsset,
+  Logger,
+  RequestSample,
+} from './config.ts';
+export { MAX_REQUEST_ID_CHARS, REQUEST_ID_HEADER } from './http/request-id.ts';
 export { contentDisposition, createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
 export {
   assertBlobKey,
@@ -42,6 +51,7 @@ export type {
   OAuthClientRecord,
   OrganisationPatch,
   PlanTermsOverride,
+  QueueStats,
   Random,
   SignedUpload,
   SigningKeyRecord,

@@ -67,6 +67,7 @@ interface ServeFlags extends ClamdFlags {
   readonly workers?: number;
   readonly graceSeconds: number;
   readonly adminToken?: string;
+  readonly metricsToken?: string;
   readonly testMode?: true;
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly demo: boolean;
@@ -171,6 +172,13 @@ export function registerServeCommand(program: Command, context: CliContext): voi
           'only its SHA-256 is kept). Prefer the environment: a flag shows in process lists',
       ).env('DISARM_ADMIN_TOKEN'),
     )
+    .addOption(
+      new Option(
+        '--metrics-token <token>',
+        `bearer token GET /metrics requires (at least ${MIN_ADMIN_TOKEN_CHARS} characters); ` +
+          'without it the metrics are public. Prefer the environment',
+      ).env('DISARM_METRICS_TOKEN'),
+    )
     .option(
       '--test-mode',
       `manual clock that POST /v1/admin/clock moves; never in production (env: ${TEST_MODE_ENV}=1)`,
@@ -254,11 +262,16 @@ export function registerServeCommand(program: Command, context: CliContext): voi
 
 async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
   const testMode = flags.testMode === true || parseSwitchEnv(TEST_MODE_ENV);
-  const adminToken = flags.adminToken;
+  const { adminToken, metricsToken } = flags;
   // Worker processes inherit the environment and handle hostile files: they get no token.
   delete process.env.DISARM_ADMIN_TOKEN;
+  delete process.env.DISARM_METRICS_TOKEN;
   if (adminToken !== undefined && adminToken.length < MIN_ADMIN_TOKEN_CHARS) {
     throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
+  }
+  // As guessable a token would open the metrics to anyone who can reach the API port.
+  if (metricsToken !== undefined && metricsToken.length < MIN_ADMIN_TOKEN_CHARS) {
+    throw new UsageError(`--metrics-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
   }
   const oauth = oauthOptions(flags);
   const clamd = clamdConfigOf(flags);
@@ -301,6 +314,7 @@ async function serveWith(
       workers: flags.workers ?? Math.max(1, availableParallelism()),
       graceSeconds: flags.graceSeconds,
       adminTokenHashes: adminToken === undefined ? [] : [hashAdminToken(adminToken)],
+      ...(flags.metricsToken === undefined ? {} : { metricsToken: flags.metricsToken }),
       testMode,
       demo: flags.demo,
       processing: flags.processing,
@@ -498,7 +512,8 @@ function serveHelpText(): string {
 Environment (a flag given on the command line wins):
   DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, DISARM_BLOBS,
   DISARM_PUBLIC_BASE_URL, DISARM_STORAGE_BASE_URL, DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS,
-  DISARM_GRACE_SECONDS, DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
+  DISARM_GRACE_SECONDS, DISARM_ADMIN_TOKEN, DISARM_METRICS_TOKEN, ${TEST_MODE_ENV}=1,
+  DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
   DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,

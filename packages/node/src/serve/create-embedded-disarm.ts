@@ -18,6 +18,7 @@ import { systemClock } from '../clock/system-clock.ts';
 import { createDocumentEvents } from '../events/create-document-events.ts';
 import { createWorkerPool } from '../pool/create-worker-pool.ts';
 import type { ClamdConfig } from '../pool/types.ts';
+import { createMetrics, METRICS_PATH } from '../metrics/create-metrics.ts';
 import { createDispatcher } from '../processing/create-dispatcher.ts';
 import { createSweeper } from '../retention/create-sweeper.ts';
 import { provisionDemo } from './_demo.ts';
@@ -107,6 +108,12 @@ export interface EmbeddedDisarmOptions {
    * @default a folder `blobs/` under `dataDir`, its links served by {@link EmbeddedDisarm.storage}
    */
   readonly blobs?: BlobStore;
+  /**
+   * Bearer token that `GET /metrics` (Prometheus) requires; compared in constant time.
+   * **Without it the metrics are public** on the API's port: no tenant is named there, but
+   * volumes, failure rates and queue depth are. @default none
+   */
+  readonly metricsToken?: string;
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
   /**
@@ -284,6 +291,13 @@ export async function createEmbeddedDisarm(
       blobs = options.blobs;
     }
 
+    const metrics = createMetrics({
+      store,
+      ...(options.processing === false ? {} : { workerRestarts: () => pool.stats().restarts }),
+      logger,
+      ...(options.metricsToken === undefined ? {} : { token: options.metricsToken }),
+    });
+
     const sweeper = createSweeper({
       store,
       blobs,
@@ -302,13 +316,16 @@ export async function createEmbeddedDisarm(
       clock,
       logger,
       workDirectory,
+      onFinished: (document, details) => {
+        metrics.documentFinished(document, details);
+      },
     });
     let started: Promise<void> | undefined;
     let running = false;
     let stopped: Promise<void> | undefined;
 
     const api = createDisarmApi(
-      { store, blobs, events, clock, logger },
+      { store, blobs, events, clock, logger, observer: metrics.api },
       {
         publicBaseUrl,
         syncWaitSeconds: options.syncWaitSeconds ?? DEFAULT_SYNC_WAIT_SECONDS,
@@ -345,6 +362,14 @@ export async function createEmbeddedDisarm(
         docsAssets: createSwaggerUiAssets(),
         oauth: { ...options.oauth, keyEncryptionKey: tokenSigningKek },
       },
+      {
+        routes: [
+          {
+            pattern: METRICS_PATH,
+            methods: { GET: { auth: 'none', handler: ({ request }) => metrics.handle(request) } },
+          },
+        ],
+      },
     );
     const storage = createStorageApi({
       store,
@@ -379,7 +404,21 @@ export async function createEmbeddedDisarm(
     let closed: Promise<void> | undefined;
     return {
       api: withRequestLog('api', (request) => api.fetch(request), logger),
-      storage: withRequestLog('storage', (request) => storage.fetch(request), logger),
+      storage: withRequestLog(
+        'storage',
+        async (request) => {
+          const started = performance.now();
+          const response = await storage.fetch(request);
+          metrics.storageRequest({
+            method: request.method,
+            route: null,
+            status: response.status,
+            seconds: (performance.now() - started) / 1000,
+          });
+          return response;
+        },
+        logger,
+      ),
       apiUrl: publicBaseUrl,
       storageUrl: storageBaseUrl,
       blobDirectory: local?.directory,

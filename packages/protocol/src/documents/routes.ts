@@ -296,6 +296,11 @@ export const submitDocument: Handler = async (context) => {
     throw acceptProblem(api, result, now);
   }
   api.events.queued(result.document.id);
+  api.observer.accepted({
+    planType: result.organisation.planType,
+    chargedPence: result.document.chargedPence,
+    countedInAllowance: result.document.countedInAllowance,
+  });
   api.logger.info(
     {
       documentId: result.document.id,

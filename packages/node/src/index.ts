@@ -1,6 +1,6 @@
 export { createLocalBlobStore } from './blobs/index.ts';
 export type { LocalBlobStore, LocalBlobStoreOptions } from './blobs/index.ts';
-export { LIFECYCLE_EXPIRE_DAYS, openBlobStore } from './blobs/index.ts';
+export { LIFECYCLE_EXPIRE_DAYS, openBlobStore, S3_PUBLIC_ENDPOINT_ENV } from './blobs/index.ts';
 export { createManualClock, systemClock } from './clock/index.ts';
 export { createMetrics, METRICS_PATH } from './metrics/index.ts';
 export type { DisarmMetrics, MetricsSources } from './metrics/index.ts';

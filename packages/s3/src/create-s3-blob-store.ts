@@ -42,6 +42,12 @@ const CREATE_ONLY = '*';
 export interface S3BlobStoreOptions {
   /** The client; see {@link createS3ClientFromEnv} for one configured like the AWS CLI. */
   readonly client: S3Client;
+  /**
+   * Signs the links handed to clients, when they reach the bucket at another address than this
+   * process does (a private endpoint inside the network, a public one outside): SigV4 signs the
+   * host, so a link must name the address its user will call. @default `client`
+   */
+  readonly linkClient?: S3Client;
   /** Bucket holding the blobs. It must exist; the service never creates buckets. */
   readonly bucket: string;
   /**
@@ -98,6 +104,7 @@ export interface S3BlobStore extends BlobStore {
  */
 export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
   const { client, bucket } = options;
+  const linkClient = options.linkClient ?? client;
   if (typeof bucket !== 'string' || bucket === '') {
     throw new TypeError('bucket must be a non-empty string');
   }
@@ -186,7 +193,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         ResponseContentDisposition: contentDisposition(fileName),
         ResponseContentType: contentType,
       });
-      return getSignedUrl(client, command, { expiresIn: secondsUntil(expiresAt) });
+      return getSignedUrl(linkClient, command, { expiresIn: secondsUntil(expiresAt) });
     },
 
     async signedUploadUrl(key, { expiresAt }): Promise<SignedUpload> {
@@ -196,7 +203,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         ContentType: UPLOAD_CONTENT_TYPE,
         IfNoneMatch: CREATE_ONLY,
       });
-      const url = await getSignedUrl(client, command, {
+      const url = await getSignedUrl(linkClient, command, {
         expiresIn: secondsUntil(expiresAt),
         // Signed, so a PUT without them (or with other values) fails the signature check.
         signableHeaders: new Set(['content-type', 'if-none-match']),

@@ -203,6 +203,38 @@ describe('createS3BlobStore() links', () => {
   });
 });
 
+describe('createS3BlobStore() with a link client', () => {
+  it('signs links for the address clients use, and reads and writes through its own', async () => {
+    // The same server under another name: clients reach it as localhost, this process by IP.
+    const port = new URL(server.endpoint).port;
+    const linkClient = createS3ClientFromEnv({
+      AWS_ENDPOINT_URL_S3: `http://localhost:${port}`,
+      AWS_ACCESS_KEY_ID: server.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: server.secretAccessKey,
+    });
+    const blobs = createS3BlobStore({
+      client,
+      linkClient,
+      bucket: server.bucket,
+      prefix: `t-${randomUUID()}`,
+    });
+    await blobs.put('output/doc_1', new Response('cleaned').body!, { maxBytes: 100 });
+    const download = await blobs.signedDownloadUrl('output/doc_1', {
+      expiresAt: new Date(Date.now() + HOUR_MS),
+      fileName: 'a.pdf',
+      contentType: 'application/pdf',
+    });
+    const upload = await blobs.signedUploadUrl('uploads/upl_1', {
+      expiresAt: new Date(Date.now() + HOUR_MS),
+      maxBytes: 10,
+    });
+    expect(new URL(download).host).toBe(`localhost:${port}`);
+    expect(new URL(upload.url).host).toBe(`localhost:${port}`);
+    expect(await (await fetch(download)).text()).toBe('cleaned');
+    linkClient.destroy();
+  });
+});
+
 describe('createS3BlobStore() options', () => {
   it('refuses a bad bucket, prefix or part setting at construction', () => {
     expect(() => createS3BlobStore({ client, bucket: '' })).toThrow(TypeError);

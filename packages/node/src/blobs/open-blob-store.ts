@@ -10,10 +10,17 @@ import type * as S3 from '@disarm/s3';
 export const LIFECYCLE_EXPIRE_DAYS = 2;
 
 /**
+ * Environment variable naming the endpoint clients reach the bucket at, when it differs from the
+ * one this process uses (`AWS_ENDPOINT_URL_S3`): presigned links are signed for it.
+ */
+export const S3_PUBLIC_ENDPOINT_ENV = 'DISARM_S3_PUBLIC_ENDPOINT_URL';
+
+/**
  * Opens the blob store `location` names (`--blobs`, `DISARM_BLOBS`): `s3://bucket/prefix` is an
  * S3-compatible bucket through `@disarm/s3`, configured from the AWS environment
  * (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
- * `AWS_REGION`). The AWS SDK is loaded only here, so a local deployment never loads it.
+ * `AWS_REGION`; links signed for {@link S3_PUBLIC_ENDPOINT_ENV} when set). The AWS SDK is loaded
+ * only here, so a local deployment never loads it.
  *
  * The bucket's lifecycle rule ({@link LIFECYCLE_EXPIRE_DAYS}) is applied on the way: a second line
  * of defence behind the retention sweeper. A bucket that refuses it (no permission, a service
@@ -38,7 +45,20 @@ export async function openBlobStore(location: string, logger: Logger): Promise<B
     });
   }
   const { bucket, prefix } = s3.parseS3Url(location);
-  const blobs = s3.createS3BlobStore({ client: s3.createS3ClientFromEnv(), bucket, prefix });
+  const publicEndpoint = process.env[S3_PUBLIC_ENDPOINT_ENV];
+  const blobs = s3.createS3BlobStore({
+    client: s3.createS3ClientFromEnv(),
+    ...(publicEndpoint === undefined || publicEndpoint === ''
+      ? {}
+      : {
+          linkClient: s3.createS3ClientFromEnv({
+            ...process.env,
+            AWS_ENDPOINT_URL_S3: publicEndpoint,
+          }),
+        }),
+    bucket,
+    prefix,
+  });
   try {
     const change = await blobs.applyLifecycleRule(LIFECYCLE_EXPIRE_DAYS);
     logger.info(

@@ -3,6 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import {
   CreateBucketCommand,
   GetBucketLifecycleConfigurationCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutBucketLifecycleConfigurationCommand,
 } from '@aws-sdk/client-s3';
@@ -305,7 +306,7 @@ describe('createS3ClientFromEnv()', () => {
 // s3rver answers NotImplemented to lifecycle configuration; moto implements it.
 const moto = await startMoto();
 
-describe.skipIf(moto === undefined)('applyLifecycleRule() (moto)', () => {
+describe.skipIf(moto === undefined)('against moto', () => {
   let motoClient: S3Client;
   const bucket = 'disarm-lifecycle';
 
@@ -355,6 +356,33 @@ describe.skipIf(moto === undefined)('applyLifecycleRule() (moto)', () => {
       Expiration: { Days: 3 },
     });
     expect(await rules()).toHaveLength(2);
+  });
+
+  it('aborts the multipart upload of a refused write: no parts are left to bill', async () => {
+    // s3rver cannot list multipart uploads; moto can.
+    const blobs = createS3BlobStore({
+      client: motoClient,
+      bucket,
+      prefix: 'aborts',
+      partSizeBytes: PART_BYTES,
+    });
+    const big = new Uint8Array(3 * PART_BYTES);
+    const attempts = [
+      blobs.put('too-big', new Response(big).body!, { maxBytes: 2 * PART_BYTES + 1 }),
+      blobs.put('bad-md5', new Response(big).body!, {
+        maxBytes: big.length,
+        contentMd5: createHash('md5').update('other bytes').digest('base64'),
+      }),
+    ];
+    for (const attempt of attempts) await expect(attempt).rejects.toThrow();
+    const listed = await motoClient.send(
+      new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: 'aborts/' }),
+    );
+    expect(listed.Uploads ?? []).toEqual([]);
+    const objects = await motoClient.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: 'aborts/' }),
+    );
+    expect(objects.Contents ?? []).toEqual([]);
   });
 
   it('starts a configuration on a bucket that has none, and refuses nonsense', async () => {

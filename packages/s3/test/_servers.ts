@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 
 import S3rver from 's3rver';
 
@@ -48,21 +49,34 @@ export async function startS3rver(): Promise<TestS3Server> {
   };
 }
 
+/** Whether moto's S3 server (`moto_server`, Python) is on the PATH, as this machine image has it. */
+export function hasMoto(): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((folder) => {
+    try {
+      accessSync(join(folder, 'moto_server'), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
 /**
- * moto's S3 server (Python, shipped with this machine image as `moto_server`) on a free loopback
- * port, or `undefined` when it is not installed. Unlike s3rver it implements bucket lifecycle
- * configuration and conditional writes.
+ * moto's S3 server on a free loopback port (see {@link hasMoto}). Unlike s3rver it implements
+ * bucket lifecycle configuration, multipart upload listing and conditional writes; it checks no
+ * signatures.
  */
-export async function startMoto(): Promise<Omit<TestS3Server, 'bucket'> | undefined> {
+export async function startMoto(): Promise<Omit<TestS3Server, 'bucket'>> {
   const port = await freePort();
   const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], {
     stdio: 'ignore',
   });
-  const spawned = await Promise.race([
-    once(child, 'spawn').then(() => true),
-    once(child, 'error').then(() => false),
+  await Promise.race([
+    once(child, 'spawn'),
+    once(child, 'error').then(([error]: unknown[]) => {
+      throw error;
+    }),
   ]);
-  if (!spawned) return undefined;
   const endpoint = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + MOTO_START_MS;
   for (;;) {

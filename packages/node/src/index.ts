@@ -1,6 +1,9 @@
 export { createLocalBlobStore } from './blobs/index.ts';
 export type { LocalBlobStore, LocalBlobStoreOptions } from './blobs/index.ts';
+export { LIFECYCLE_EXPIRE_DAYS, openBlobStore, S3_PUBLIC_ENDPOINT_ENV } from './blobs/index.ts';
 export { createManualClock, systemClock } from './clock/index.ts';
+export { createMetrics, METRICS_PATH } from './metrics/index.ts';
+export type { DisarmMetrics, MetricsSources } from './metrics/index.ts';
 export type { ManualClock } from './clock/index.ts';
 export { createDocumentEvents } from './events/index.ts';
 export {
@@ -48,7 +51,7 @@ export {
   POLL_INTERVAL_MS,
   STOP_TIMEOUT_MS,
 } from './processing/index.ts';
-export type { Dispatcher, DispatcherOptions } from './processing/index.ts';
+export type { Dispatcher, DispatcherOptions, FinishDetails } from './processing/index.ts';
 export { createSweeper, SWEEP_BATCH_SIZE, SWEEP_INTERVAL_MS } from './retention/index.ts';
 export type { SweepReport, Sweeper, SweeperOptions } from './retention/index.ts';
 export {

@@ -43,6 +43,8 @@ export interface TestServerOptions {
   readonly args?: readonly string[];
   /** Data folder to use (kept after `stop()`). @default a fresh temporary folder, removed by `stop()` */
   readonly dataDir?: string;
+  /** More environment variables for the server (e.g. `AWS_*` for `--blobs s3://…`). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Terms for {@link TestServer.createOrganisation}, as `disarm admin org create` takes them. */
@@ -152,7 +154,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ['--import', TSX_LOADER, '--conditions=@disarm/source', CLI_PATH, ...args],
     {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      env: { ...inherited, DISARM_ADMIN_TOKEN: adminToken },
+      env: { ...inherited, ...options.env, DISARM_ADMIN_TOKEN: adminToken },
     },
   );
   const logLines: Record<string, unknown>[] = [];

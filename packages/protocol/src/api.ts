@@ -12,7 +12,7 @@ import { getAccount } from './account/routes.ts';
 import { createApiKeyCache } from './auth/api-key-cache.ts';
 import { authenticate, bearerChallenge, isAuthFailure } from './auth/authenticate.ts';
 import type { BearerVerifier } from './auth/principal.ts';
-import type { DisarmApiConfig, DisarmApiPorts, Logger } from './config.ts';
+import type { ApiObserver, DisarmApiConfig, DisarmApiPorts, Logger } from './config.ts';
 import { cryptoRandom } from './domain/ids.ts';
 import {
   deleteDocument,
@@ -23,6 +23,12 @@ import {
 import { resolveSettings } from './http/context.ts';
 import type { ApiContext, Handler, RequestContext } from './http/context.ts';
 import { ProblemError } from './http/problem-error.ts';
+import {
+  problemInstance,
+  REQUEST_ID_HEADER,
+  requestIdOf,
+  withRequestId,
+} from './http/request-id.ts';
 import { problemResponse } from './http/problem-response.ts';
 import { addResponseHeaders } from './http/response-headers.ts';
 import { compilePattern } from './http/router.ts';
@@ -81,6 +87,7 @@ export interface DisarmApiExtensions {
 }
 
 const NO_LOGGER: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const NO_OBSERVER: ApiObserver = { request: () => undefined, accepted: () => undefined };
 
 function apiRoutes(testMode: boolean): RouteDefinition[] {
   const authed = (handler: Handler, extra: Partial<RouteOptions> = {}): RouteOptions => ({
@@ -153,6 +160,7 @@ export function createDisarmApi(
     clock: ports.clock,
     random: ports.random ?? cryptoRandom,
     logger: ports.logger ?? NO_LOGGER,
+    observer: ports.observer ?? NO_OBSERVER,
     settings,
     apiKeys: createApiKeyCache(),
     closing: closing.signal,
@@ -181,7 +189,18 @@ export function createDisarmApi(
     options?: Parameters<typeof problemResponse>[2],
   ): Response => problemResponse(settings.publicBaseUrl, code, options);
 
-  async function handle(request: Request, url: URL): Promise<Response> {
+  /** What {@link handle} found out about a request, for the observer. */
+  interface Trace {
+    route: string | null;
+  }
+
+  async function handle(
+    request: Request,
+    url: URL,
+    requestId: string,
+    trace: Trace,
+  ): Promise<Response> {
+    const instance = problemInstance(url.pathname, requestId);
     let found: { params: Record<string, string>; definition: RouteDefinition } | undefined;
     for (const route of routes) {
       const params = route.compiled.match(url.pathname);
@@ -190,8 +209,8 @@ export function createDisarmApi(
         break;
       }
     }
-    if (!found)
-      return problem('NotFound', { detail: `No route ${url.pathname}.`, instance: url.pathname });
+    if (!found) return problem('NotFound', { detail: `No route ${url.pathname}.`, instance });
+    trace.route = found.definition.pattern;
     const { methods } = found.definition;
     // Every route that answers GET answers HEAD the same way (`fetch` drops the content).
     const head = request.method === 'HEAD' && methods.HEAD === undefined;
@@ -203,7 +222,7 @@ export function createDisarmApi(
       ).join(', ');
       return problem('MethodNotAllowed', {
         detail: `${url.pathname} answers ${allow}.`,
-        instance: url.pathname,
+        instance,
         headers: { Allow: allow },
       });
     }
@@ -218,18 +237,19 @@ export function createDisarmApi(
       if (isAuthFailure(found)) {
         return problem('Unauthorized', {
           detail: found.detail,
-          instance: url.pathname,
+          instance,
           headers: { 'WWW-Authenticate': bearerChallenge(found) },
         });
       }
       principal = found;
     }
     const context: RequestContext = {
-      api,
+      api: { ...api, logger: withRequestId(api.logger, requestId) },
       request,
       url,
       params: found.params,
       routePattern: found.definition.pattern,
+      requestId,
       principal,
       responseHeaders: new Headers(),
     };
@@ -237,7 +257,7 @@ export function createDisarmApi(
       try {
         return withHeaders(await options.handler(current), current.responseHeaders);
       } catch (error) {
-        return withHeaders(errorResponse(error, url.pathname), current.responseHeaders);
+        return withHeaders(errorResponse(error, url.pathname, requestId), current.responseHeaders);
       }
     };
     const chain = middleware.reduceRight<(current: RequestContext) => Promise<Response>>(
@@ -247,20 +267,20 @@ export function createDisarmApi(
     return chain(context);
   }
 
-  function errorResponse(error: unknown, path: string): Response {
-    if (error instanceof ProblemError)
-      return problem(error.code, { instance: path, ...error.options });
+  function errorResponse(error: unknown, path: string, requestId: string): Response {
+    const instance = problemInstance(path, requestId);
+    if (error instanceof ProblemError) return problem(error.code, { instance, ...error.options });
     if (error instanceof ValidationError) {
       return problem('ValidationFailed', {
         detail: error.message,
-        instance: path,
+        instance,
         extensions: { errors: error.errors },
       });
     }
-    api.logger.error({ err: error, path }, 'request failed');
+    api.logger.error({ err: error, path, requestId }, 'request failed');
     return problem('InternalError', {
       detail: 'Something failed inside the service.',
-      instance: path,
+      instance,
     });
   }
 
@@ -269,7 +289,18 @@ export function createDisarmApi(
       closing.abort();
     },
     async fetch(request) {
-      const response = await respond(request);
+      const started = performance.now();
+      const requestId = requestIdOf(request, api.random);
+      const trace: Trace = { route: null };
+      let response = await respond(request, requestId, trace);
+      // Every answer names its request, problems and replays included (README "Request ids").
+      response = addResponseHeaders(response, [[REQUEST_ID_HEADER, requestId]], true);
+      api.observer.request({
+        method: request.method,
+        route: trace.route,
+        status: response.status,
+        seconds: (performance.now() - started) / 1000,
+      });
       if (request.method !== 'HEAD') return response;
       // RFC 9110 9.3.2: a HEAD response carries the headers of the GET and never content.
       if (bufferedBodyOf(response) === undefined) await response.body?.cancel();
@@ -277,7 +308,7 @@ export function createDisarmApi(
     },
   };
 
-  async function respond(request: Request): Promise<Response> {
+  async function respond(request: Request, requestId: string, trace: Trace): Promise<Response> {
     let url: URL;
     try {
       url = new URL(request.url);
@@ -285,9 +316,9 @@ export function createDisarmApi(
       return problem('NotFound');
     }
     try {
-      return await handle(request, url);
+      return await handle(request, url, requestId, trace);
     } catch (error) {
-      return errorResponse(error, url.pathname);
+      return errorResponse(error, url.pathname, requestId);
     }
   }
 }

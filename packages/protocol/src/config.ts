@@ -1,4 +1,5 @@
 import type { OAuthConfig } from './oauth/config.ts';
+import type { PlanType } from './domain/plans.ts';
 import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from './ports.ts';
 
 /** Structured logger the API writes to (pino-compatible subset). Never given secrets. */
@@ -8,6 +9,39 @@ export interface Logger {
   info(object: Record<string, unknown>, message?: string): void;
   warn(object: Record<string, unknown>, message?: string): void;
   error(object: Record<string, unknown>, message?: string): void;
+}
+
+/** One answered request, as {@link ApiObserver.request} sees it. */
+export interface RequestSample {
+  /** The request method as sent (any token: normalise before using it as a label). */
+  readonly method: string;
+  /**
+   * The pattern of the route that answered, e.g. `/v1/documents/:id`, never the raw path (ids
+   * would make every path unique); `null` when no route matched.
+   */
+  readonly route: string | null;
+  readonly status: number;
+  /** Seconds from the request to the response head (a streamed body may still be flowing). */
+  readonly seconds: number;
+}
+
+/** One accepted document and what accepting it cost, as {@link ApiObserver.accepted} sees it. */
+export interface AcceptedSample {
+  /** `null` for an organisation without a plan (never accepted, but typed as stored). */
+  readonly planType: PlanType | null;
+  /** Pence taken from prepaid credit (pay-as-you-go). */
+  readonly chargedPence: number;
+  /** Whether a unit of the monthly allowance was used (tier plans). */
+  readonly countedInAllowance: boolean;
+}
+
+/**
+ * Receives what the API does, for metrics. Called synchronously on the request path: keep it
+ * cheap and never throw.
+ */
+export interface ApiObserver {
+  request(sample: RequestSample): void;
+  accepted(sample: AcceptedSample): void;
 }
 
 /** Everything the API talks to. */
@@ -20,6 +54,8 @@ export interface DisarmApiPorts {
   readonly random?: Random;
   /** Default: no logging. */
   readonly logger?: Logger;
+  /** Default: nothing observes the API. */
+  readonly observer?: ApiObserver;
 }
 
 /** A static file of the interactive reference (`/docs`), served by the process itself. */

@@ -15,8 +15,23 @@ export { problemResponse } from './http/problem-response.ts';
 export { jsonResponse } from './http/negotiation.ts';
 export { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
 export type { BufferedResponseInit } from './http/buffered-response.ts';
-export type { DisarmApiConfig, DisarmApiPorts, DocsAsset, Logger } from './config.ts';
-export { createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
+export type {
+  AcceptedSample,
+  ApiObserver,
+  DisarmApiConfig,
+  DisarmApiPorts,
+  DocsAsset,
+  Logger,
+  RequestSample,
+} from './config.ts';
+export { MAX_REQUEST_ID_CHARS, REQUEST_ID_HEADER } from './http/request-id.ts';
+export { contentDisposition, createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
+export {
+  assertBlobKey,
+  isBlobKey,
+  MAX_BLOB_KEY_CHARS,
+  MAX_BLOB_KEY_SEGMENTS,
+} from './blobs/keys.ts';
 export type { StorageApiOptions } from './storage/api.ts';
 export { createLinkSigner, STORAGE_PATH_PREFIX } from './storage/signer.ts';
 export type { LinkClaims, LinkRefusal, LinkSigner } from './storage/signer.ts';
@@ -36,6 +51,7 @@ export type {
   OAuthClientRecord,
   OrganisationPatch,
   PlanTermsOverride,
+  QueueStats,
   Random,
   SignedUpload,
   SigningKeyRecord,

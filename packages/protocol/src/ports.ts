@@ -130,6 +130,16 @@ export interface SweepItem {
   readonly blobKey: string;
 }
 
+/** The queue at one moment, for metrics; see {@link StateStore.queueStats}. */
+export interface QueueStats {
+  /** Documents waiting for a worker. */
+  readonly pending: number;
+  /** Documents leased by a worker now. */
+  readonly processing: number;
+  /** Submission time of the oldest `pending` document, or `null` when none waits. */
+  readonly oldestPendingSubmittedAt: Date | null;
+}
+
 /** Stored idempotency record of one (organisation, key). */
 export interface IdempotencyRecord {
   readonly organisationId: string;
@@ -269,6 +279,8 @@ export interface StateStore {
   recoverLapsedLeases(at: Date, maxAttempts: number): Promise<DocumentRecord[]>;
   /** Forgets the intake blob key once the bytes are deleted. */
   clearIntake(id: string): Promise<void>;
+  /** How many documents wait and run, across all organisations (read-only, for metrics). */
+  queueStats(): Promise<QueueStats>;
 
   // Uploads
   createUpload(record: UploadRecord): Promise<void>;

@@ -189,6 +189,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     finishDocument: settle(scope.writing(documents.finishDocument)),
     recoverLapsedLeases: settle(scope.writing(documents.recoverLapsedLeases)),
     clearIntake: settle(scope.writing(documents.clearIntake)),
+    queueStats: settle(scope.reading(documents.queueStats)),
 
     createUpload: settle(scope.writing(documents.createUpload)),
     getUpload: settle(scope.reading(documents.getUpload)),

@@ -3,11 +3,16 @@ import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
-import { BlobDigestMismatchError, BlobTooLargeError, UPLOAD_CONTENT_TYPE } from '@disarm/protocol';
+import {
+  assertBlobKey,
+  BlobDigestMismatchError,
+  BlobTooLargeError,
+  UPLOAD_CONTENT_TYPE,
+} from '@disarm/protocol';
 import type { BlobStore, LinkSigner, SignedUpload } from '@disarm/protocol';
 
 import { fileStream, writeAll } from '../_internal/file-stream.ts';
-import { assertBlobKey, keyToPath } from './_keys.ts';
+import { keyToPath } from './_keys.ts';
 
 /** Name of an in-progress `put`: hidden (keys cannot start with `.`) and marked. */
 const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;

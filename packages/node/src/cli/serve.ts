@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 
+import { openBlobStore } from '../blobs/open-blob-store.ts';
 import type { ClamdConfig } from '../pool/types.ts';
 import type { DemoAccount } from '../serve/_demo.ts';
 import type { EmbeddedOAuthOptions } from '../serve/create-embedded-disarm.ts';
@@ -68,12 +69,14 @@ interface ServeFlags extends ClamdFlags {
   readonly dataDir: string;
   readonly database?: string;
   readonly role: (typeof ROLES)[number];
+  readonly blobs?: string;
   readonly publicBaseUrl?: string;
   readonly storageBaseUrl?: string;
   readonly syncWaitSeconds: number;
   readonly workers?: number;
   readonly graceSeconds: number;
   readonly adminToken?: string;
+  readonly metricsToken?: string;
   readonly testMode?: true;
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly demo: boolean;
@@ -146,6 +149,15 @@ export function registerServeCommand(program: Command, context: CliContext): voi
     )
     .addOption(
       new Option(
+        '--blobs <url>',
+        's3://bucket/prefix: keep blobs in an S3-compatible bucket (AWS_* environment) instead of ' +
+          '<data-dir>/blobs',
+      )
+        .env('DISARM_BLOBS')
+        .argParser(parseBlobsUrl),
+    )
+    .addOption(
+      new Option(
         '--public-base-url <url>',
         'URL clients reach the API at (default: http://localhost:<port>)',
       )
@@ -186,6 +198,13 @@ export function registerServeCommand(program: Command, context: CliContext): voi
         `bootstrap bearer token for the admin routes (at least ${MIN_ADMIN_TOKEN_CHARS} characters; ` +
           'only its SHA-256 is kept). Prefer the environment: a flag shows in process lists',
       ).env('DISARM_ADMIN_TOKEN'),
+    )
+    .addOption(
+      new Option(
+        '--metrics-token <token>',
+        `bearer token GET /metrics requires (at least ${MIN_ADMIN_TOKEN_CHARS} characters); ` +
+          'without it the metrics are public. Prefer the environment',
+      ).env('DISARM_METRICS_TOKEN'),
     )
     .option(
       '--test-mode',
@@ -278,11 +297,16 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     throw new UsageError(`--database: ${error instanceof Error ? error.message : String(error)}`);
   }
   const testMode = flags.testMode === true || parseSwitchEnv(TEST_MODE_ENV);
-  const adminToken = flags.adminToken;
+  const { adminToken, metricsToken } = flags;
   // Worker processes inherit the environment and handle hostile files: they get no token.
   delete process.env.DISARM_ADMIN_TOKEN;
+  delete process.env.DISARM_METRICS_TOKEN;
   if (adminToken !== undefined && adminToken.length < MIN_ADMIN_TOKEN_CHARS) {
     throw new UsageError(`--admin-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
+  }
+  // As guessable a token would open the metrics to anyone who can reach the API port.
+  if (metricsToken !== undefined && metricsToken.length < MIN_ADMIN_TOKEN_CHARS) {
+    throw new UsageError(`--metrics-token must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`);
   }
   const oauth = oauthOptions(flags);
   const clamd = clamdConfigOf(flags);
@@ -315,9 +339,11 @@ async function serveWith(
   }
   let server: RunningDisarm;
   try {
+    const blobs = flags.blobs === undefined ? undefined : await openBlobStore(flags.blobs, logger);
     server = await startServer({
       dataDir: flags.dataDir,
       ...(flags.database === undefined ? {} : { database: flags.database }),
+      ...(blobs === undefined ? {} : { blobs }),
       port: flags.port,
       storagePort: flags.storagePort,
       host: flags.host,
@@ -327,6 +353,7 @@ async function serveWith(
       workers: flags.workers ?? Math.max(1, availableParallelism()),
       graceSeconds: flags.graceSeconds,
       adminTokenHashes: adminToken === undefined ? [] : [hashAdminToken(adminToken)],
+      ...(flags.metricsToken === undefined ? {} : { metricsToken: flags.metricsToken }),
       testMode,
       demo: flags.demo,
       processing: flags.processing && flags.role === 'all',
@@ -379,9 +406,11 @@ async function serveWorker(
 ): Promise<number> {
   let worker: Stoppable;
   try {
+    const blobs = flags.blobs === undefined ? undefined : await openBlobStore(flags.blobs, logger);
     worker = await startWorkerNode({
       dataDir: flags.dataDir,
       ...(flags.database === undefined ? {} : { database: flags.database }),
+      ...(blobs === undefined ? {} : { blobs }),
       workers: flags.workers ?? Math.max(1, availableParallelism()),
       graceSeconds: flags.graceSeconds,
       testMode,
@@ -525,6 +554,12 @@ function oauthOptions(flags: ServeFlags): EmbeddedOAuthOptions {
   };
 }
 
+/** Commander parser: an `s3://` location (its bucket and prefix are checked when opened). */
+function parseBlobsUrl(value: string): string {
+  if (!value.startsWith('s3://')) throw new InvalidArgumentError('expected s3://bucket/prefix');
+  return value;
+}
+
 /** Commander parser: comma-separated asymmetric JWS algorithms. */
 function parseAlgorithms(value: string): ExternalAlgorithm[] {
   const names = value
@@ -560,9 +595,9 @@ function serveHelpText(): string {
   return `
 Environment (a flag given on the command line wins):
   DISARM_PORT, DISARM_STORAGE_PORT, DISARM_HOST, DISARM_DATA_DIR, ${DATABASE_URL_ENV},
-  DISARM_ROLE, DISARM_PUBLIC_BASE_URL,
-  DISARM_STORAGE_BASE_URL, DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS, DISARM_GRACE_SECONDS,
-  DISARM_ADMIN_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
+  DISARM_ROLE, DISARM_BLOBS, DISARM_PUBLIC_BASE_URL, DISARM_STORAGE_BASE_URL,
+  DISARM_SYNC_WAIT_SECONDS, DISARM_WORKERS, DISARM_GRACE_SECONDS, DISARM_ADMIN_TOKEN,
+  DISARM_METRICS_TOKEN, ${TEST_MODE_ENV}=1, DISARM_LOG_LEVEL, DISARM_OAUTH_ISSUER,
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
   DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,
@@ -573,7 +608,12 @@ Data folder (--data-dir):
                                 (synchronous = FULL: on disk before a request is answered)
   disarm.sqlite-counters        per-minute rate-limit counters (synchronous = NORMAL: a power
                                 cut may forget the last moments of counts, never a charge)
-  blobs/                        submitted and cleaned files, staged uploads
+  blobs/                        submitted and cleaned files, staged uploads (unless --blobs)
+
+Blobs in S3 (--blobs s3://bucket/prefix): credentials, region and endpoint come from the AWS
+  environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3 or
+  AWS_ENDPOINT_URL for an S3-compatible service, addressed path-style). Links are presigned by
+  the bucket; the storage port then serves nothing.
   secrets/link-signing.key      HMAC secret of the storage links (made on first start, 0600)
   secrets/token-signing.kek     AES-256-GCM key sealing the OAuth signing keys (same; every
                                 process sharing disarm.sqlite needs the same file)
@@ -589,6 +629,7 @@ Examples:
   $ disarm serve --clamd /run/clamav/clamd.ctl
   $ disarm serve --role api --database postgres://disarm@db.internal/disarm
   $ disarm serve --role worker --database postgres://disarm@db.internal/disarm
+  $ AWS_ENDPOINT_URL=http://127.0.0.1:9000 disarm serve --blobs s3://cdr-blobs/prod
   $ disarm serve --oauth-external-issuer https://login.example.com/ \\
       --oauth-external-jwks-url https://login.example.com/.well-known/jwks.json
 `;

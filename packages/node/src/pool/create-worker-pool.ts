@@ -164,6 +164,8 @@ class ProcessPool implements WorkerPool {
   #closing: Promise<void> | undefined;
   #drainWaiters: (() => void)[] = [];
   #startFailures = 0;
+  /** Workers replaced while the pool was open ({@link WorkerPoolStats.restarts}). */
+  #restarts = 0;
   #sampler: NodeJS.Timeout | undefined;
   #sampling = false;
   readonly #killAllOnExit = (): void => {
@@ -215,6 +217,7 @@ class ProcessPool implements WorkerPool {
       busy: workers.filter((worker) => worker.job !== undefined).length,
       queued: this.#queue.length,
       pids: workers.flatMap((worker) => (worker.child.pid === undefined ? [] : [worker.child.pid])),
+      restarts: this.#restarts,
     };
   }
 
@@ -407,6 +410,7 @@ class ProcessPool implements WorkerPool {
       }
     } else if (worker.ready && this.#state === 'open') {
       // Keep the pool at strength: a replacement starts now rather than on the next job.
+      this.#restarts += 1;
       this.#spawn();
     }
     this.#dispatch();

@@ -165,6 +165,11 @@ export interface WorkerPoolStats {
   readonly queued: number;
   /** Process ids of the live workers. */
   readonly pids: readonly number[];
+  /**
+   * Workers replaced since the pool opened: each crashed, or was killed at a job's time budget or
+   * the memory limit, and a new one took its place.
+   */
+  readonly restarts: number;
 }
 
 /** A pool of isolated worker processes running the engine; see {@link createWorkerPool}. */

@@ -56,6 +56,22 @@ export interface DispatcherOptions {
   readonly leaseMs?: number;
   /** @default {@link POLL_INTERVAL_MS} */
   readonly pollIntervalMs?: number;
+  /**
+   * Called once a document's end is recorded (for metrics: keep it cheap, never throw).
+   * @default none
+   */
+  readonly onFinished?: (document: DocumentRecord, details: FinishDetails) => void;
+}
+
+/** What {@link DispatcherOptions.onFinished} learns besides the document. */
+export interface FinishDetails {
+  /** Seconds the engine ran on it; `null` for a document failed by lease recovery. */
+  readonly engineSeconds: number | null;
+  /**
+   * Pence given back to credit by a failure (the stored record no longer shows the charge once
+   * refunded); `0` when not failed, and for lease recovery, which reports no amounts.
+   */
+  readonly refundedPence: number;
 }
 
 /** Runs queued documents on the worker pool; see {@link createDispatcher}. */
@@ -78,6 +94,8 @@ export interface Dispatcher {
 interface ActiveJob {
   readonly document: DocumentRecord;
   readonly abort: AbortController;
+  /** How long the worker pool took to answer, once it has. */
+  engineSeconds: number | null;
 }
 
 /**
@@ -136,6 +154,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           { documentId: document.id, attempts: document.attempts },
           'document failed after repeated interrupted processing',
         );
+        options.onFinished?.(document, { engineSeconds: null, refundedPence: 0 });
         events.finished(document.id);
       }
     } catch (error) {
@@ -174,7 +193,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   async function processDocument(document: DocumentRecord): Promise<void> {
-    const job: ActiveJob = { document, abort: new AbortController() };
+    const job: ActiveJob = { document, abort: new AbortController(), engineSeconds: null };
     active.set(document.id, job);
     // Three renewals per lease: one lost to a slow store still leaves the lease standing.
     const renewal = setInterval(
@@ -186,10 +205,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     let workDir: string | undefined;
     try {
       workDir = await mkdtemp(join(workRoot, `${document.id}-`));
-      const result = await run(document, workDir, job.abort.signal);
+      const result = await run(job, workDir);
       clearInterval(renewal);
       // Aborted: the lease was lost or we are shutting down; the result is not ours to record.
-      if (result !== undefined && !job.abort.signal.aborted) await finish(document, result);
+      if (result !== undefined && !job.abort.signal.aborted) await finish(job, result);
     } catch (error) {
       logger.error({ err: error, documentId: document.id }, 'processing a document failed');
     } finally {
@@ -216,11 +235,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   /** Runs the engine; `undefined` when the job was aborted before an answer was ours to keep. */
-  async function run(
-    document: DocumentRecord,
-    workDir: string,
-    signal: AbortSignal,
-  ): Promise<DocumentResult | undefined> {
+  async function run(job: ActiveJob, workDir: string): Promise<DocumentResult | undefined> {
+    const { document } = job;
+    const signal = job.abort.signal;
     try {
       const organisation = await store.getOrganisation(document.organisationId, clock.now());
       if (!organisation) return internalError(document, 'the organisation no longer exists');
@@ -231,6 +248,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
       const outputDir = join(workDir, 'out');
       await mkdir(outputDir);
+      const engineStarted = performance.now();
       const result = await pool.run({
         inputPath,
         fileName: document.fileName,
@@ -248,6 +266,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         },
         signal,
       });
+      job.engineSeconds = (performance.now() - engineStarted) / 1000;
       if (signal.aborted) return undefined;
       return await toDocumentResult(document, result);
     } catch (error) {
@@ -313,7 +332,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return { status: 'failed', reason: 'internal_error', detail };
   }
 
-  async function finish(document: DocumentRecord, result: DocumentResult): Promise<void> {
+  async function finish(job: ActiveJob, result: DocumentResult): Promise<void> {
+    const { document } = job;
     let outcome = result;
     let finished: DocumentRecord | undefined;
     for (let attempt = 1; ; attempt += 1) {
@@ -350,6 +370,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       },
       'document processed',
     );
+    options.onFinished?.(finished, {
+      engineSeconds: job.engineSeconds,
+      // The lease's view of the charge: the refund gave back exactly this.
+      refundedPence: finished.status === 'failed' ? document.chargedPence : 0,
+    });
     if (document.intakeKey !== null) {
       try {
         await blobs.delete(document.intakeKey);

@@ -6,4 +6,4 @@ export {
   POLL_INTERVAL_MS,
   STOP_TIMEOUT_MS,
 } from './create-dispatcher.ts';
-export type { Dispatcher, DispatcherOptions } from './create-dispatcher.ts';
+export type { Dispatcher, DispatcherOptions, FinishDetails } from './create-dispatcher.ts';

@@ -1,3 +1,4 @@
+import { REQUEST_ID_HEADER } from '@disarm/protocol';
 import type { Logger } from '@disarm/protocol';
 
 import type { FetchHandler } from '../http/types.ts';
@@ -7,8 +8,9 @@ const DOCUMENT_ID = /(?:^|\/)(doc_[0-9a-z]{20})(?:\/|$)/;
 
 /**
  * Wraps `handler` to log one line per request: server, method, path (never the query string —
- * signed links carry their signature there), status, milliseconds to the response head, and
- * the document id when there is one. Headers are never logged.
+ * signed links carry their signature there), status, milliseconds to the response head, the
+ * request id (`X-Request-Id` of the response) and the document id when there is one. Request
+ * headers are never logged.
  */
 export function withRequestLog(
   server: string,
@@ -18,24 +20,33 @@ export function withRequestLog(
   return async (request) => {
     const started = performance.now();
     const pathname = pathOf(request.url);
-    const line = (status: number, documentId: string | undefined): Record<string, unknown> => ({
+    const line = (
+      status: number,
+      documentId: string | undefined,
+      requestId: string | null,
+    ): Record<string, unknown> => ({
       server,
       method: request.method,
       path: pathname,
       status,
       ms: Math.round((performance.now() - started) * 10) / 10,
+      ...(requestId === null ? {} : { requestId }),
       ...(documentId === undefined ? {} : { documentId }),
     });
     let response: Response;
     try {
       response = await handler(request);
     } catch (error) {
-      logger.info(line(500, DOCUMENT_ID.exec(pathname)?.[1]), 'request');
+      logger.info(line(500, DOCUMENT_ID.exec(pathname)?.[1], null), 'request');
       throw error;
     }
     const documentId =
       DOCUMENT_ID.exec(pathname)?.[1] ?? (await submittedDocumentId(request, pathname, response));
-    logger.info(line(response.status, documentId), 'request');
+    // The handler chose the id (the caller's, when well-formed) and put it on the response.
+    logger.info(
+      line(response.status, documentId, response.headers.get(REQUEST_ID_HEADER)),
+      'request',
+    );
     return response;
   };
 }

@@ -5,16 +5,18 @@ import { join, resolve } from 'node:path';
 
 import { createClamdScanner } from '@disarm/core';
 import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
-import type { Clock, Logger } from '@disarm/protocol';
+import type { BlobStore, Clock, Logger } from '@disarm/protocol';
 import type { OAuthConfig } from '@disarm/protocol/oauth';
 
 import { silentLogger } from '../_internal/logger.ts';
 import { createLocalBlobStore } from '../blobs/create-local-blob-store.ts';
+import type { LocalBlobStore } from '../blobs/create-local-blob-store.ts';
 import { createManualClock } from '../clock/manual-clock.ts';
 import type { ManualClock } from '../clock/manual-clock.ts';
 import { systemClock } from '../clock/system-clock.ts';
 import { createWorkerPool } from '../pool/create-worker-pool.ts';
 import type { ClamdConfig } from '../pool/types.ts';
+import { createMetrics, METRICS_PATH } from '../metrics/create-metrics.ts';
 import { createDispatcher } from '../processing/create-dispatcher.ts';
 import { createSweeper } from '../retention/create-sweeper.ts';
 import {
@@ -110,6 +112,19 @@ export interface EmbeddedDisarmOptions {
    * @default no clamd: the built-in EICAR scanner only
    */
   readonly clamd?: ClamdConfig;
+  /**
+   * Where submitted, cleaned and uploaded bytes live, e.g. an S3 bucket (`@disarm/s3`): its own
+   * links replace the storage origin's, which then serves nothing. Its clock is the real one, so
+   * test mode's clock does not expire its links.
+   * @default a folder `blobs/` under `dataDir`, its links served by {@link EmbeddedDisarm.storage}
+   */
+  readonly blobs?: BlobStore;
+  /**
+   * Bearer token that `GET /metrics` (Prometheus) requires; compared in constant time.
+   * **Without it the metrics are public** on the API's port: no tenant is named there, but
+   * volumes, failure rates and queue depth are. @default none
+   */
+  readonly metricsToken?: string;
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
   /**
@@ -145,8 +160,8 @@ export interface EmbeddedDisarm {
   readonly apiUrl: string;
   /** {@link EmbeddedDisarmOptions.storageBaseUrl} without its trailing slash. */
   readonly storageUrl: string;
-  /** Where blobs live (`<dataDir>/blobs`). */
-  readonly blobDirectory: string;
+  /** Where blobs live (`<dataDir>/blobs`), or `undefined` with {@link EmbeddedDisarmOptions.blobs}. */
+  readonly blobDirectory: string | undefined;
   /** The clock every component uses. */
   readonly clock: Clock;
   /** Set on the start that created the demo organisation (an empty store), never again. */
@@ -282,8 +297,22 @@ export async function createEmbeddedDisarm(
     const events = documentEvents.events;
 
     const signer = createLinkSigner(secret, storageBaseUrl);
-    const blobs = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });
-    await blobs.removeStaleTempFiles(startedAt);
+    let local: LocalBlobStore | undefined;
+    let blobs: BlobStore;
+    if (options.blobs === undefined) {
+      local = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });
+      await local.removeStaleTempFiles(startedAt);
+      blobs = local;
+    } else {
+      blobs = options.blobs;
+    }
+
+    const metrics = createMetrics({
+      store,
+      ...(options.processing === false ? {} : { workerRestarts: () => pool.stats().restarts }),
+      logger,
+      ...(options.metricsToken === undefined ? {} : { token: options.metricsToken }),
+    });
 
     const sweeper = createSweeper({
       store,
@@ -303,13 +332,16 @@ export async function createEmbeddedDisarm(
       clock,
       logger,
       workDirectory,
+      onFinished: (document, details) => {
+        metrics.documentFinished(document, details);
+      },
     });
     let started: Promise<void> | undefined;
     let running = false;
     let stopped: Promise<void> | undefined;
 
     const api = createDisarmApi(
-      { store, blobs, events, clock, logger },
+      { store, blobs, events, clock, logger, observer: metrics.api },
       {
         publicBaseUrl,
         syncWaitSeconds: options.syncWaitSeconds ?? DEFAULT_SYNC_WAIT_SECONDS,
@@ -346,6 +378,14 @@ export async function createEmbeddedDisarm(
         docsAssets: createSwaggerUiAssets(),
         oauth: { ...options.oauth, keyEncryptionKey: tokenSigningKek },
       },
+      {
+        routes: [
+          {
+            pattern: METRICS_PATH,
+            methods: { GET: { auth: 'none', handler: ({ request }) => metrics.handle(request) } },
+          },
+        ],
+      },
     );
     const storage = createStorageApi({
       store,
@@ -380,10 +420,24 @@ export async function createEmbeddedDisarm(
     let closed: Promise<void> | undefined;
     return {
       api: withRequestLog('api', (request) => api.fetch(request), logger),
-      storage: withRequestLog('storage', (request) => storage.fetch(request), logger),
+      storage: withRequestLog(
+        'storage',
+        async (request) => {
+          const started = performance.now();
+          const response = await storage.fetch(request);
+          metrics.storageRequest({
+            method: request.method,
+            route: null,
+            status: response.status,
+            seconds: (performance.now() - started) / 1000,
+          });
+          return response;
+        },
+        logger,
+      ),
       apiUrl: publicBaseUrl,
       storageUrl: storageBaseUrl,
-      blobDirectory: blobs.directory,
+      blobDirectory: local?.directory,
       clock,
       demo,
       async advanceClock(milliseconds) {

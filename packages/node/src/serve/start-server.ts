@@ -71,8 +71,8 @@ export interface RunningDisarm {
   readonly apiHandler: (request: Request) => Promise<Response>;
   /** The storage origin's fetch handler, for in-process use. */
   readonly storageHandler: (request: Request) => Promise<Response>;
-  /** Where blobs live (`<dataDir>/blobs`). */
-  readonly blobDirectory: string;
+  /** Where blobs live (`<dataDir>/blobs`), or `undefined` with the `blobs` option. */
+  readonly blobDirectory: string | undefined;
   /** The clock every component uses. */
   readonly clock: Clock;
   /** Set on the start that created the demo organisation (an empty store), never again. */

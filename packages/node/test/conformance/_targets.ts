@@ -36,6 +36,8 @@ export async function inProcessTarget(options: {
     adminTokenHashes: [hashAdminToken(adminToken)],
   });
   const apiOrigin = new URL(server.apiUrl).origin;
+  const blobDirectory = server.blobDirectory;
+  if (blobDirectory === undefined) throw new Error('the in-process target keeps its blobs locally');
   return {
     name: 'in-process',
     apiUrl: server.apiUrl,
@@ -62,7 +64,7 @@ export async function inProcessTarget(options: {
       // fetch() never follows redirects here: the suite asks for `redirect: 'manual'` anyway.
       return response;
     },
-    blobExists: (key) => exists(join(server.blobDirectory, ...key.split('/'))),
+    blobExists: (key) => exists(join(blobDirectory, ...key.split('/'))),
     async advanceClock(milliseconds) {
       await server.advanceClock(milliseconds);
     },

@@ -28,6 +28,7 @@ export type DocumentOps = Pick<
   | 'finishDocument'
   | 'recoverLapsedLeases'
   | 'clearIntake'
+  | 'queueStats'
   | 'createUpload'
   | 'getUpload'
   | 'getUploadById'
@@ -327,6 +328,24 @@ export function createDocumentOps(pool: Pool, organisations: OrganisationRows): 
 
     async clearIntake(id) {
       await query(pool, 'UPDATE documents SET intake_key = NULL WHERE id = $1', [id], true);
+    },
+
+    async queueStats() {
+      // Both counts ride the partial indexes of the queue and the leases.
+      const { rows } = await query<{ pending: number; processing: number; oldest: Date | null }>(
+        pool,
+        `SELECT (SELECT COUNT(*)::int FROM documents WHERE status = 'pending') AS pending,
+                (SELECT COUNT(*)::int FROM documents WHERE status = 'processing') AS processing,
+                (SELECT MIN(submitted_at) FROM documents WHERE status = 'pending') AS oldest`,
+        [],
+        true,
+      );
+      const row = rows[0];
+      return {
+        pending: row?.pending ?? 0,
+        processing: row?.processing ?? 0,
+        oldestPendingSubmittedAt: row?.oldest ?? null,
+      };
     },
 
     async createUpload(record) {

@@ -16,6 +16,7 @@ import { usageHeaders } from './usage.ts';
 import { refusalProblem } from './refusals.ts';
 import { isInFlight, isTerminal } from './state-machine.ts';
 import { bufferedResponse } from '../http/buffered-response.ts';
+import { recordDirectUpload } from '../uploads/direct-upload.ts';
 
 /** Longest id the document routes look up; anything longer cannot exist. */
 const MAX_ID_CHARS = 64;
@@ -248,6 +249,7 @@ export const submitDocument: Handler = async (context) => {
   let input: NewDocument;
   if (lane === 'reference') {
     const body = parseReferenceBody(await readJsonBody(request));
+    await recordDirectUpload(api, organisation.id, body.uploadId);
     input = {
       id: documentId,
       organisationId: organisation.id,
@@ -294,6 +296,11 @@ export const submitDocument: Handler = async (context) => {
     throw acceptProblem(api, result, now);
   }
   api.events.queued(result.document.id);
+  api.observer.accepted({
+    planType: result.organisation.planType,
+    chargedPence: result.document.chargedPence,
+    countedInAllowance: result.document.countedInAllowance,
+  });
   api.logger.info(
     {
       documentId: result.document.id,

@@ -1,6 +1,6 @@
 import type { ApiKeyCache } from '../auth/api-key-cache.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { DisarmApiConfig, DocsAsset, Logger } from '../config.ts';
+import type { ApiObserver, DisarmApiConfig, DocsAsset, Logger } from '../config.ts';
 import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from '../ports.ts';
 
 /** The API's configuration with every default resolved. */
@@ -24,7 +24,9 @@ export interface ApiContext {
   readonly events: DocumentEvents;
   readonly clock: Clock;
   readonly random: Random;
+  /** Inside a request: the logger that adds the request id to every line. */
   readonly logger: Logger;
+  readonly observer: ApiObserver;
   readonly settings: ApiSettings;
   /** API keys recently found valid; a revocation through this API clears it. */
   readonly apiKeys: ApiKeyCache;
@@ -40,6 +42,8 @@ export interface RequestContext {
   readonly params: Readonly<Record<string, string>>;
   /** The route's pattern, e.g. `/v1/documents/:id` (idempotency keys are bound to it). */
   readonly routePattern: string;
+  /** The request's id (`X-Request-Id`): on its response, its log lines and its problems. */
+  readonly requestId: string;
   /** Set by the authentication step for routes that need it. */
   readonly principal: Principal | undefined;
   /** Headers every response of this request carries (usage, rate-limit fields). */

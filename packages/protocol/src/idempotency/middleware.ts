@@ -1,6 +1,7 @@
 import type { Middleware } from '../api.ts';
 import type { RequestContext } from '../http/context.ts';
 import { problemResponse } from '../http/problem-response.ts';
+import { problemInstance } from '../http/request-id.ts';
 import type { StoredResponse } from '../ports.ts';
 import { RequestFingerprint } from './fingerprint.ts';
 import { bufferedResponse } from '../http/buffered-response.ts';
@@ -53,7 +54,7 @@ export const idempotencyMiddleware: Middleware = async (context, route, next) =>
   ): Response =>
     problemResponse(api.settings.publicBaseUrl, code, {
       detail,
-      instance: url.pathname,
+      instance: problemInstance(url.pathname, context.requestId),
       ...(extensions ? { extensions } : {}),
     });
   if (!validKey(key)) {

@@ -1,6 +1,7 @@
 import type { Middleware } from '../api.ts';
 import type { ApiContext } from '../http/context.ts';
 import { problemResponse } from '../http/problem-response.ts';
+import { problemInstance } from '../http/request-id.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
 
 /** Length of one rate-limit window (README "Rate limits": per organisation and minute). */
@@ -90,7 +91,7 @@ export const rateLimitMiddleware: Middleware = async (context, route, next) => {
   if (count > limit) {
     return problemResponse(api.settings.publicBaseUrl, 'RateLimited', {
       detail: `The ${name} limit of ${limit} requests per minute is reached; retry in ${resetSeconds} s.`,
-      instance: context.url.pathname,
+      instance: problemInstance(context.url.pathname, context.requestId),
       headers: { ...fields, 'Retry-After': String(resetSeconds) },
       extensions: { limit, retryAfterSeconds: resetSeconds },
     });

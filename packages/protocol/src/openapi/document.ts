@@ -901,6 +901,8 @@ function description(base: string): string {
     '',
     '**Every route** answers `405 MethodNotAllowed` (with `Allow`) for a method it does not list, and any other path `404 NotFound`. Every `GET` operation also answers `HEAD` (RFC 9110 9.3.2): the same status and headers, no content; a `HEAD` of a download does not start the delete-after-download grace clock.',
     '',
+    '**Request ids.** Every response carries `X-Request-Id`: the request’s own when it is 1 to 128 characters of letters, digits, `.`, `_`, `~` and `-`, otherwise a new `req_` id. A problem’s `instance` is the request path and, after `#`, that id; quote it when reporting a problem.',
+    '',
     '**Limits.** Authenticated responses carry `RateLimit` and `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers); submissions carry usage headers (`X-CDR-Usage-*` on tier plans, `X-CDR-Credit-Balance-Pence` on pay-as-you-go). Exceeding a limit gives `429` with `Retry-After`.',
   ].join('\n');
 }

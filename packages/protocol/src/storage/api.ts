@@ -6,6 +6,9 @@ import type { BlobStore, Clock, StateStore } from '../ports.ts';
 import { STORAGE_PATH_PREFIX } from './signer.ts';
 import type { LinkSigner } from './signer.ts';
 import { bufferedResponse } from '../http/buffered-response.ts';
+import { problemInstance, REQUEST_ID_HEADER, requestIdOf } from '../http/request-id.ts';
+import { addResponseHeaders } from '../http/response-headers.ts';
+import { cryptoRandom } from '../domain/ids.ts';
 
 /** What the storage origin needs. */
 export interface StorageApiOptions {
@@ -40,13 +43,17 @@ export function createStorageApi(options: StorageApiOptions): {
 } {
   const { store, blobs, signer, clock } = options;
   const problemsBaseUrl = options.problemsBaseUrl ?? options.storageBaseUrl;
-  const problem = (code: ProblemCode, detail?: string, headers?: HeadersInit): Response =>
-    problemResponse(problemsBaseUrl, code, {
-      ...(detail !== undefined ? { detail } : {}),
-      ...(headers !== undefined ? { headers } : {}),
-    });
+  /** Problems of one request, whose `instance` names it (path and request id). */
+  const problemsOf =
+    (instance: string): Problem =>
+    (code, detail, headers) =>
+      problemResponse(problemsBaseUrl, code, {
+        instance,
+        ...(detail !== undefined ? { detail } : {}),
+        ...(headers !== undefined ? { headers } : {}),
+      });
 
-  async function download(request: Request, url: URL): Promise<Response> {
+  async function download(request: Request, url: URL, problem: Problem): Promise<Response> {
     const claims = await signer.verify(url, 'get', clock.now());
     if (claims === 'invalid_signature') return problem('InvalidSignature');
     if (claims === 'expired') return problem('LinkExpired');
@@ -72,7 +79,7 @@ export function createStorageApi(options: StorageApiOptions): {
     return new Response(body, { status: 200, headers });
   }
 
-  async function upload(request: Request, url: URL): Promise<Response> {
+  async function upload(request: Request, url: URL, problem: Problem): Promise<Response> {
     const claims = await signer.verify(url, 'put', clock.now());
     if (claims === 'invalid_signature') return problem('InvalidSignature');
     if (claims === 'expired')
@@ -128,30 +135,41 @@ export function createStorageApi(options: StorageApiOptions): {
 
   return {
     async fetch(request) {
-      try {
-        const url = new URL(request.url);
-        // Pre-authorised links only: a bearer token must never be accepted (or logged) here.
-        if (request.headers.has('Authorization')) return problem('AuthorizationHeaderNotAllowed');
-        // Only signed links live here: any other path names nothing (404, not a signature fault).
-        if (!url.pathname.startsWith(STORAGE_PATH_PREFIX)) {
-          return problem('NotFound', 'The storage origin serves signed links only.');
-        }
-        switch (request.method) {
-          case 'GET':
-          case 'HEAD':
-            return await download(request, url);
-          case 'PUT':
-            return await upload(request, url);
-          default:
-            return problem('MethodNotAllowed', undefined, { Allow: 'GET, HEAD, PUT' });
-        }
-      } catch (error) {
-        options.logger?.error({ err: error }, 'storage request failed');
-        return problem('InternalError', 'The storage request failed.');
-      }
+      const requestId = requestIdOf(request, cryptoRandom);
+      const response = await answer(request, requestId);
+      return addResponseHeaders(response, [[REQUEST_ID_HEADER, requestId]], true);
     },
   };
+
+  async function answer(request: Request, requestId: string): Promise<Response> {
+    let problem = problemsOf(problemInstance('/', requestId));
+    try {
+      const url = new URL(request.url);
+      problem = problemsOf(problemInstance(url.pathname, requestId));
+      // Pre-authorised links only: a bearer token must never be accepted (or logged) here.
+      if (request.headers.has('Authorization')) return problem('AuthorizationHeaderNotAllowed');
+      // Only signed links live here: any other path names nothing (404, not a signature fault).
+      if (!url.pathname.startsWith(STORAGE_PATH_PREFIX)) {
+        return problem('NotFound', 'The storage origin serves signed links only.');
+      }
+      switch (request.method) {
+        case 'GET':
+        case 'HEAD':
+          return await download(request, url, problem);
+        case 'PUT':
+          return await upload(request, url, problem);
+        default:
+          return problem('MethodNotAllowed', undefined, { Allow: 'GET, HEAD, PUT' });
+      }
+    } catch (error) {
+      options.logger?.error({ err: error, requestId }, 'storage request failed');
+      return problem('InternalError', 'The storage request failed.');
+    }
+  }
 }
+
+/** Answers a storage request with a problem of the catalogue. */
+type Problem = (code: ProblemCode, detail?: string, headers?: HeadersInit) => Response;
 
 /** RFC 6266 attachment with an ASCII fallback and the UTF-8 name (RFC 8187). */
 export function contentDisposition(fileName: string): string {

@@ -29,6 +29,7 @@ export type DocumentOps = Pick<
   | 'finishDocument'
   | 'recoverLapsedLeases'
   | 'clearIntake'
+  | 'queueStats'
   | 'createUpload'
   | 'getUpload'
   | 'getUploadById'
@@ -151,6 +152,15 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     'UPDATE documents SET deleted_at = ?, output_removed_at = ? WHERE id = ? RETURNING *',
   );
   const clearIntake = db.prepare<[string]>('UPDATE documents SET intake_key = NULL WHERE id = ?');
+  // Three seeks of documents_queue (status, submitted_at): no scan, whatever the history.
+  const selectQueueStats = db.prepare<
+    [],
+    { pending: number; processing: number; oldest: number | null }
+  >(
+    `SELECT (SELECT COUNT(*) FROM documents WHERE status = 'pending') AS pending,
+            (SELECT COUNT(*) FROM documents WHERE status = 'processing') AS processing,
+            (SELECT MIN(submitted_at) FROM documents WHERE status = 'pending') AS oldest`,
+  );
 
   const insertUpload = db.prepare<[UploadRow]>(
     `INSERT INTO uploads (
@@ -399,6 +409,15 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     recoverLapsedLeases: (at, maxAttempts) => recoverLapsedLeases.immediate(at, maxAttempts),
     clearIntake(id) {
       clearIntake.run(id);
+    },
+    queueStats() {
+      const row = selectQueueStats.get();
+      return {
+        pending: row?.pending ?? 0,
+        processing: row?.processing ?? 0,
+        oldestPendingSubmittedAt:
+          row?.oldest === null || row?.oldest === undefined ? null : new Date(row.oldest),
+      };
     },
 
     createUpload(record) {

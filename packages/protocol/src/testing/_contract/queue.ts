@@ -455,4 +455,31 @@ export function describeQueue(context: ContractContext): void {
       await store.clearIntake('doc_missing');
     });
   });
+
+  describe('queueStats', () => {
+    it('counts pending and processing documents of every organisation and dates the oldest wait', async () => {
+      const store = context.store();
+      expect(await store.queueStats()).toEqual({
+        pending: 0,
+        processing: 0,
+        oldestPendingSubmittedAt: null,
+      });
+      await createOrg(store, 'org_a', 'starter');
+      await createOrg(store, 'org_b', 'starter');
+      await accept(store, newDocument('org_a', 'doc_1'), after(T0, SECOND_MS));
+      await accept(store, newDocument('org_b', 'doc_2'), after(T0, 2 * SECOND_MS));
+      await accept(store, newDocument('org_a', 'doc_3'), after(T0, 3 * SECOND_MS));
+      await accept(store, newDocument('org_b', 'doc_4'), after(T0, 4 * SECOND_MS));
+      // doc_1 and doc_2 are leased; doc_1 then ends, so only doc_2 runs.
+      const at = after(T0, MINUTE_MS);
+      await leaseNext(store, 'worker-1', at);
+      await leaseNext(store, 'worker-1', at);
+      await store.finishDocument('doc_1', 'worker-1', completedResult('doc_1'), at);
+      expect(await store.queueStats()).toEqual({
+        pending: 2,
+        processing: 1,
+        oldestPendingSubmittedAt: after(T0, 3 * SECOND_MS),
+      });
+    });
+  });
 }

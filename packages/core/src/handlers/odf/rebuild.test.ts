@@ -431,7 +431,7 @@ describe('ODT rebuild', () => {
     expect(Buffer.compare(Buffer.from(second.bytes), Buffer.from(first.bytes))).toBe(0);
   });
 
-  it('rejects encrypted packages, threats inside and DOCTYPEs; fails .ods/.odp closed', async () => {
+  it('rejects encrypted packages, threats inside and DOCTYPEs; fails .ods/.odp closed with no renderer', async () => {
     expect(
       await disarm({ bytes: await buildOdf('odt', { encrypted: true }), fileName: 'a.odt' }),
     ).toMatchObject({

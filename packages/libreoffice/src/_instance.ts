@@ -24,6 +24,10 @@ export type DocumentKind = 'spreadsheet' | 'presentation';
 /** Lines of output kept from soffice and the bridge, for the fault's message. */
 const MAX_LOG_LINES = 20;
 
+/** Instances alive in this process, killed with it (soffice runs in a process group of its own). */
+const LIVE = new Set<OfficeInstance>();
+let killOnExit = false;
+
 /**
  * One long-lived soffice process with its own profile and working folder, driven by one Python
  * UNO bridge (see `_bridge.ts`). It converts one document at a time. Once it dies, or is killed
@@ -51,6 +55,14 @@ export class OfficeInstance {
    */
   static async start(options: InstanceOptions): Promise<OfficeInstance> {
     const instance = new OfficeInstance(options);
+    if (!killOnExit) {
+      killOnExit = true;
+      // A process that exits (a worker let go by its pool) takes its soffice processes along.
+      process.on('exit', () => {
+        for (const live of LIVE) live.#die(new Error('the process exited'));
+      });
+    }
+    LIVE.add(instance);
     try {
       await instance.#start();
     } catch (error) {
@@ -209,6 +221,7 @@ export class OfficeInstance {
   #die(error: Error): void {
     if (!this.#dead) {
       this.#dead = true;
+      LIVE.delete(this);
       const office = this.#office;
       // soffice.bin may outlive the oosplash process that started it.
       if (office?.pid !== undefined) {

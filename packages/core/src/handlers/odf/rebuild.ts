@@ -222,13 +222,18 @@ async function rebuildPackage(
   ];
   const manifest: [string, string][] = [];
   const checkedParts = new Map<string, Promise<PartCheckResult>>();
-  let version = '1.2';
+  // The zip writer makes the next entry while it deflates one, so the settings and the manifest
+  // may be started before content.xml is read: they wait for its version.
+  let versionRead: (version: string) => void = () => undefined;
+  const version = new Promise<string>((resolve) => {
+    versionRead = resolve;
+  });
   for (const stream of ODF_STREAMS) {
     const member = pkg.byFoldedName.get(stream);
     if (member?.name !== stream) continue;
     const rewritten = async function* (): AsyncGenerator<Uint8Array, void, undefined> {
       const source = await member.read();
-      if (stream === 'content.xml') version = officeVersion(source);
+      if (stream === 'content.xml') versionRead(officeVersion(source));
       yield* rewriteOdfStream(
         source,
         stream,
@@ -283,10 +288,8 @@ async function rebuildPackage(
     if (items.length > 0) {
       entries.push({
         path: 'settings.xml',
-        // Written after content.xml gave its version.
-        // eslint-disable-next-line @typescript-eslint/require-await -- one chunk, made when its turn comes
         bytes: async function* () {
-          yield new TextEncoder().encode(settingsXml(items, version));
+          yield new TextEncoder().encode(settingsXml(items, await version));
         },
         modifiedAt: PACKAGE_TIME,
         compress: true,
@@ -302,10 +305,8 @@ async function rebuildPackage(
   }
   entries.push({
     path: 'META-INF/manifest.xml',
-    // Written last, after content.xml gave its version.
-    // eslint-disable-next-line @typescript-eslint/require-await -- one chunk, made when its turn comes
     bytes: async function* () {
-      yield new TextEncoder().encode(manifestXml(mediaType, version, manifest));
+      yield new TextEncoder().encode(manifestXml(mediaType, await version, manifest));
     },
     modifiedAt: PACKAGE_TIME,
     compress: true,

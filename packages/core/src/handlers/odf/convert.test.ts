@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { disarm } from '../../disarm.ts';
 import type { RenderInput, Renderer } from '../../render/renderer.ts';
 import { cleaned, findingsOf } from '../../test-support.ts';
-import { MAX_PRINTED_CELLS, MAX_SHEETS, MAX_SLIDES } from './budget.ts';
+import { MAX_PRINTED_CELLS, MAX_SHAPES, MAX_SHEETS, MAX_SLIDES } from './budget.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -225,6 +225,27 @@ describe('ODS and ODP render budgets', () => {
     const { outcome, rendered } = await convert(input, 'trailing.ods');
     expect(outcome.status).toBe('cleaned');
     expect(rendered).toBe(1);
+  });
+
+  it('refuses too many shapes, on one slide or spread over several', async () => {
+    const frame = '<draw:frame><draw:text-box><text:p>x</text:p></draw:text-box></draw:frame>';
+    const half = Math.ceil((MAX_SHAPES + 1) / 2);
+    for (const pages of [
+      `<draw:page>${frame.repeat(MAX_SHAPES + 1)}</draw:page>`,
+      `<draw:page>${frame.repeat(half)}</draw:page>`.repeat(2),
+    ]) {
+      const slides = await odfPackage('odp', `<office:presentation>${pages}</office:presentation>`);
+      expect((await convert(slides, 'shapes.odp')).outcome).toMatchObject({
+        status: 'rejected',
+        reason: 'file_too_large',
+        detail: expect.stringContaining(`more than ${MAX_SHAPES} shapes`) as unknown,
+      });
+    }
+    const within = await odfPackage(
+      'odp',
+      `<office:presentation><draw:page>${frame.repeat(MAX_SHAPES)}</draw:page></office:presentation>`,
+    );
+    expect((await convert(within, 'within.odp')).outcome.status).toBe('cleaned');
   });
 
   it('refuses too many sheets and too many slides', async () => {

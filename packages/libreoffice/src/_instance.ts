@@ -145,6 +145,10 @@ export class OfficeInstance {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.#watch(this.#bridge, 'bridge');
+    // Writing to a bridge that just died fails the stream, not the process.
+    this.#bridge.stdin?.on('error', (error) => {
+      this.#die(new Error(`the bridge stopped reading: ${error.message}`));
+    });
     const bridge = this.#bridge;
     if (bridge.stdout) {
       createInterface({ input: bridge.stdout }).on('line', (line) => {

@@ -94,6 +94,11 @@ export class OfficeInstance {
     await writeFile(input, bytes);
     try {
       await new Promise<void>((resolve, reject) => {
+        // Killed while the document was written: no answer will come.
+        if (this.#dead) {
+          reject(new Error('LibreOffice was stopped'));
+          return;
+        }
         this.#pending = {
           id,
           settle: (error) => {
@@ -157,7 +162,9 @@ export class OfficeInstance {
     }
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.#die(new Error(`LibreOffice did not start within ${startTimeoutMs} ms`));
+        this.#die(
+          new Error(`LibreOffice did not start within ${startTimeoutMs} ms${this.#tail()}`),
+        );
       }, startTimeoutMs);
       this.#ready = (error) => {
         clearTimeout(timer);

@@ -5,7 +5,7 @@ import { DisarmError } from '@disarm/core';
 import type { RenderInput, RenderOptions, Renderer, RendererStatus } from '@disarm/core';
 
 import { OfficeInstance } from './_instance.ts';
-import type { InstanceOptions } from './_instance.ts';
+import type { DocumentKind, InstanceOptions } from './_instance.ts';
 
 /** How the LibreOffice pool is set up. */
 export interface LibreOfficeRendererOptions {
@@ -131,12 +131,33 @@ class LibreOfficePool implements Renderer {
     if (this.#closed) throw new DisarmError('ERR_INTERNAL', 'the LibreOffice renderer is closed');
     if (this.#unusable !== undefined) throw new DisarmError('ERR_INTERNAL', this.#unusable);
     const limitMs = Math.min(options.timeoutMs, this.#renderTimeoutMs);
-    const timeout = AbortSignal.any([options.signal, AbortSignal.timeout(limitMs)]);
+    // The caller's signal or the time limit, whichever comes first, stops this render.
+    const controller = new AbortController();
+    const abort = (): void => {
+      controller.abort();
+    };
+    const timer = setTimeout(abort, limitMs);
+    options.signal.addEventListener('abort', abort, { once: true });
+    if (options.signal.aborted) abort();
+    const timeout = controller.signal;
     const timedOut = (): DisarmError =>
       new DisarmError(
         'ERR_TIMEOUT',
         `LibreOffice did not draw the ${input.kind} within ${limitMs} ms`,
       );
+    try {
+      return await this.#renderIn(input, timeout, timedOut);
+    } finally {
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', abort);
+    }
+  }
+
+  async #renderIn(
+    input: RenderInput & { kind: DocumentKind },
+    timeout: AbortSignal,
+    timedOut: () => DisarmError,
+  ): Promise<Uint8Array> {
     const slot = await this.#acquire(timeout).catch(() => {
       throw timedOut();
     });
@@ -152,6 +173,7 @@ class LibreOfficePool implements Renderer {
         void instance.kill();
       };
       timeout.addEventListener('abort', stop, { once: true });
+      if (timeout.aborted) stop();
       try {
         return await instance.convert(input.kind, input.bytes);
       } catch (error) {
@@ -225,8 +247,11 @@ class LibreOfficePool implements Renderer {
 
   /** The slot's instance, started anew when it died or failed to start. */
   async #instanceIn(slot: Slot, signal?: AbortSignal): Promise<OfficeInstance> {
-    const current = await slot.instance?.catch(() => undefined);
-    const starting = current?.alive === true ? Promise.resolve(current) : this.#startIn(slot);
+    // An instance still starting is waited for no longer than the render may take.
+    const starting = (async (): Promise<OfficeInstance> => {
+      const current = await slot.instance?.catch(() => undefined);
+      return current?.alive === true ? current : this.#startIn(slot);
+    })();
     if (signal === undefined) return starting;
     return Promise.race([
       starting,

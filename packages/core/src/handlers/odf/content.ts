@@ -355,7 +355,7 @@ function streamDecision(
   }
   const isLink =
     (element.uri === ODF_NS.text || element.uri === ODF_NS.draw) && element.localName === 'a';
-  const isImage = LINKED_MEDIA.has(key);
+  const isMedia = LINKED_MEDIA.has(key);
   let attributes: XmlAttributeNode[] | undefined;
   const remove = (attribute: XmlAttributeNode): void => {
     attributes ??= [...element.attributes];
@@ -393,7 +393,7 @@ function streamDecision(
     if (path !== undefined) {
       if (stream.kept.has(path)) continue;
       // A link into the package to something not kept (an object's replacement image).
-      if (isImage) return DROP;
+      if (isMedia) return DROP;
       if (isLink) return UNWRAP;
       remove(attribute);
       continue;
@@ -401,7 +401,7 @@ function streamDecision(
     const value = attribute.value.trim();
     if (value.startsWith('#') || (isLink && isSafeHyperlink(value))) continue;
     stream.findings.add(SCRIPT_URL.test(value) ? 'odf-macro' : 'external-relationship');
-    if (isImage) return DROP;
+    if (isMedia) return DROP;
     if (isLink) return UNWRAP;
     remove(attribute);
   }

@@ -21,6 +21,8 @@ REQUIRED=(
   libreoffice-writer-nogui:soffice
   libreoffice-calc-nogui:/usr/lib/libreoffice/program/libsclo.so
   libreoffice-impress-nogui:/usr/lib/libreoffice/program/libslideshowlo.so
+  # The UNO bridge of @disarm/libreoffice's warm pool (the system python3 imports uno).
+  python3-uno:/usr/lib/python3/dist-packages/uno.py
   # An independent compound-file reader, to judge rebuilt .doc files.
   python3-olefile:/usr/lib/python3/dist-packages/olefile/olefile.py
   # A real PostgreSQL server for @disarm/postgres's tests (a temporary cluster per test file).

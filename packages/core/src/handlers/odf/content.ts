@@ -1,7 +1,8 @@
 /**
- * What is removed inside the XML streams of an OpenDocument text (OASIS ODF 1.3 Part 3): scripts
- * and event listeners, macro and script URLs, embedded objects, DDE, linked sections, and
- * metadata beyond plain text values.
+ * What is removed inside the XML streams of an OpenDocument text, spreadsheet or presentation
+ * (OASIS ODF 1.3 Part 3): scripts and event listeners, macro and script URLs, embedded objects,
+ * DDE, linked sections, sheets, ranges and media, formulas that fetch or reach other documents,
+ * database sources, and metadata beyond plain text values.
  */
 import { isSafeHyperlink } from '../office/hyperlinks.ts';
 import { classifyField } from '../office/fields.ts';
@@ -21,6 +22,7 @@ import type {
   XmlWalker,
 } from '../../_internal/xml-rewrite.ts';
 import type { FindingKind, FindingTally } from '../../findings.ts';
+import { classifyOdfFormula } from '../office/formulas.ts';
 
 export const ODF_NS = {
   office: 'urn:oasis:names:tc:opendocument:xmlns:office:1.0',
@@ -30,6 +32,10 @@ export const ODF_NS = {
   draw: 'urn:oasis:names:tc:opendocument:xmlns:drawing:1.0',
   form: 'urn:oasis:names:tc:opendocument:xmlns:form:1.0',
   presentation: 'urn:oasis:names:tc:opendocument:xmlns:presentation:1.0',
+  anim: 'urn:oasis:names:tc:opendocument:xmlns:animation:1.0',
+  style: 'urn:oasis:names:tc:opendocument:xmlns:style:1.0',
+  /** LibreOffice's conditional formats (not in ODF 1.3), whose conditions are formulas. */
+  calcext: 'urn:org:documentfoundation:names:experimental:calc:xmlns:calcext:1.0',
   meta: 'urn:oasis:names:tc:opendocument:xmlns:meta:1.0',
   dc: 'http://purl.org/dc/elements/1.1/',
   xlink: 'http://www.w3.org/1999/xlink',
@@ -56,6 +62,18 @@ export const ODF_DROPPED: ReadonlyMap<string, FindingKind> = new Map<string, Fin
   [`${ODF_NS.text} dde-connection-decls`, 'dde-link'],
   [`${ODF_NS.table} dde-links`, 'dde-link'],
   [`${ODF_NS.text} section-source`, 'external-relationship'],
+  // A linked sheet and a linked range (ODF 1.3 Part 3, `table:table-source` and
+  // `table:cell-range-source`): the cells keep what was last copied from the source.
+  [`${ODF_NS.table} table-source`, 'external-relationship'],
+  [`${ODF_NS.table} cell-range-source`, 'external-relationship'],
+  // The macro a validity check runs on invalid input.
+  [`${ODF_NS.table} error-macro`, 'odf-macro'],
+  // Database ranges and pivot tables imported from a data source or run by a UNO service; the
+  // imported cells stay.
+  [`${ODF_NS.table} database-source-sql`, 'data-connection'],
+  [`${ODF_NS.table} database-source-table`, 'data-connection'],
+  [`${ODF_NS.table} database-source-query`, 'data-connection'],
+  [`${ODF_NS.table} source-service`, 'data-connection'],
   // Sends the form's data to its action URL when a button asks (XForms 1.0 §3.3.3).
   [`${ODF_NS.xforms} submission`, 'external-relationship'],
   // Inline images bypass the image rebuild.
@@ -86,6 +104,46 @@ export const ODF_UNWRAPPED: ReadonlyMap<string, FindingKind> = new Map<string, F
   [`${ODF_NS.text} database-next`, 'data-connection'],
   [`${ODF_NS.text} database-row-select`, 'data-connection'],
 ]);
+
+/**
+ * Elements that draw or play what their `xlink:href` names (ODF 1.3 Part 3: `draw:image`,
+ * `anim:audio`, and `presentation:sound`, the sound of a slide transition or an action): left
+ * out when what they name does not stay in the package.
+ */
+const LINKED_MEDIA: ReadonlySet<string> = new Set([
+  `${ODF_NS.draw} image`,
+  `${ODF_NS.anim} audio`,
+  `${ODF_NS.presentation} sound`,
+]);
+
+/**
+ * Attributes that hold a formula or a reference a formula may name (ODF 1.3 Part 3: a cell's
+ * `table:formula`, named expressions and ranges, validity and style-map conditions, and
+ * LibreOffice's conditional formats), by namespace and local name.
+ */
+const FORMULA_ATTRIBUTES: ReadonlySet<string> = new Set([
+  `${ODF_NS.table} formula`,
+  `${ODF_NS.table} expression`,
+  `${ODF_NS.table} condition`,
+  `${ODF_NS.table} cell-range-address`,
+  `${ODF_NS.style} condition`,
+  `${ODF_NS.calcext} value`,
+  `${ODF_NS.calcext} formula`,
+]);
+
+/** The finding a formula attribute is removed as, or `undefined` for any other or a harmless one. */
+export function classifyFormulaAttribute(attribute: XmlAttributeNode): FindingKind | undefined {
+  if (!FORMULA_ATTRIBUTES.has(`${attribute.uri} ${attribute.local}`)) return undefined;
+  return classifyOdfFormula(attribute.value);
+}
+
+/** A table cell, covered or not (which keeps its cached value when its formula goes). */
+export function isCell(element: XmlElementNode): boolean {
+  return (
+    element.uri === ODF_NS.table &&
+    (element.localName === 'table-cell' || element.localName === 'covered-table-cell')
+  );
+}
 
 /**
  * The attributes through which an XForms element loads or sends data (`instance src`,
@@ -123,6 +181,8 @@ export interface OdfStreamRewrite {
   readonly kept: ReadonlySet<string>;
   readonly meta: boolean;
   readonly findings: FindingTally;
+  /** Sees every element read outside dropped ones, before it is decided (a render budget). */
+  readonly observe?: (element: XmlElementNode, ancestors: readonly XmlElementNode[]) => void;
 }
 
 /** The object folder (`Object 1`) a `draw:object` anchors, or `undefined` for anything else. */
@@ -171,6 +231,7 @@ export async function* rewriteOdfStream(
     what,
     {
       element: (element, ancestors) => {
+        stream.observe?.(element, ancestors);
         if (stream.meta) return metaDecision(element, ancestors, stream);
         if (fieldmarks.has(element.index)) {
           const kind = fieldmarks.get(element.index);
@@ -294,13 +355,21 @@ function streamDecision(
   }
   const isLink =
     (element.uri === ODF_NS.text || element.uri === ODF_NS.draw) && element.localName === 'a';
-  const isImage = element.uri === ODF_NS.draw && element.localName === 'image';
+  const isMedia = LINKED_MEDIA.has(key);
   let attributes: XmlAttributeNode[] | undefined;
   const remove = (attribute: XmlAttributeNode): void => {
     attributes ??= [...element.attributes];
     attributes.splice(attributes.indexOf(attribute), 1);
   };
   for (const attribute of element.attributes) {
+    const formula = classifyFormulaAttribute(attribute);
+    if (formula !== undefined) {
+      stream.findings.add(formula);
+      // A cell shows the value last computed; a name, rule or condition is nothing without it.
+      if (!isCell(element)) return DROP;
+      remove(attribute);
+      continue;
+    }
     if (
       attribute.uri === ODF_NS.form &&
       (attribute.local === 'datasource' || attribute.local === 'command')
@@ -324,7 +393,7 @@ function streamDecision(
     if (path !== undefined) {
       if (stream.kept.has(path)) continue;
       // A link into the package to something not kept (an object's replacement image).
-      if (isImage) return DROP;
+      if (isMedia) return DROP;
       if (isLink) return UNWRAP;
       remove(attribute);
       continue;
@@ -332,7 +401,7 @@ function streamDecision(
     const value = attribute.value.trim();
     if (value.startsWith('#') || (isLink && isSafeHyperlink(value))) continue;
     stream.findings.add(SCRIPT_URL.test(value) ? 'odf-macro' : 'external-relationship');
-    if (isImage) return DROP;
+    if (isMedia) return DROP;
     if (isLink) return UNWRAP;
     remove(attribute);
   }

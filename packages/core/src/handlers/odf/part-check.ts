@@ -15,6 +15,7 @@ import { VerifyFailure } from '../types.ts';
 import { classifyField } from '../office/fields.ts';
 import {
   anchoredFolder,
+  classifyFormulaAttribute,
   fieldCode,
   internalPath,
   isXformsUrl,
@@ -55,6 +56,12 @@ function streamWalker(name: string, links: Map<string, string>): XmlWalker {
       for (const attribute of element.attributes) {
         if (isXformsUrl(element, attribute)) {
           throw new VerifyFailure('odf.active-content', `${name} still holds an XForms URL`);
+        }
+        if (classifyFormulaAttribute(attribute) !== undefined) {
+          throw new VerifyFailure(
+            'odf.active-content',
+            `${name} still holds a formula that calls out`,
+          );
         }
         if (SCRIPT_URL.test(attribute.value)) {
           throw new VerifyFailure('odf.active-content', `${name} still holds a script URL`);

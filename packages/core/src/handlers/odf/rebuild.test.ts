@@ -203,6 +203,14 @@ describe('ODT rebuild', () => {
     },
   );
 
+  it('declares content.xml’s version in the manifest when content.xml is the only stream', async () => {
+    const outcome = cleaned(await disarm({ bytes: await buildOdf('odt'), fileName: 'a.odt' }));
+    const { text } = await unzipped(outcome.bytes, 'META-INF/manifest.xml');
+    expect(text).toContain('<manifest:manifest xmlns:manifest=');
+    expect(text).toContain('manifest:version="1.3"');
+    expect(text).not.toContain('"1.2"');
+  });
+
   it('reads past a DOCTYPE in any stream, as OpenOffice.org 1.x wrote one in each', async () => {
     const doctype = (root: string): string =>
       `<!DOCTYPE ${root} PUBLIC "-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "office.dtd">`;
@@ -431,7 +439,7 @@ describe('ODT rebuild', () => {
     expect(Buffer.compare(Buffer.from(second.bytes), Buffer.from(first.bytes))).toBe(0);
   });
 
-  it('rejects encrypted packages, threats inside and DOCTYPEs; fails .ods/.odp closed', async () => {
+  it('rejects encrypted packages, threats inside and DOCTYPEs; fails .ods/.odp closed with no renderer', async () => {
     expect(
       await disarm({ bytes: await buildOdf('odt', { encrypted: true }), fileName: 'a.odt' }),
     ).toMatchObject({

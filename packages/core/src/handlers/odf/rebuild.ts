@@ -12,20 +12,42 @@ import { checkedWhileWritten } from '../office/part-checks.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
 import { sniff } from '../../detect/sniff.ts';
-import { DisarmError } from '../../errors.ts';
 import { extensionOf } from '../../formats.ts';
 import { FindingTally } from '../../findings.ts';
 import { metafileKindOf, metafileKindOfBytes } from '../image/metafile/metafile.ts';
 import type { DetectedFile, EngineContext, HandlerOutput, PartCheckResult } from '../types.ts';
+import { RenderBudget } from './budget.ts';
 import { ODF_NS, rewriteOdfStream } from './content.ts';
 import { readOdfSettings, settingsXml } from './settings.ts';
 import type { SettingsItem } from './settings.ts';
 
-/** ODF 1.3 Part 2 §3.3: the media types a `.odt` package may declare. */
-export const TEXT_MEDIA_TYPES: readonly string[] = [
-  'application/vnd.oasis.opendocument.text',
-  'application/vnd.oasis.opendocument.text-template',
-];
+/** The kinds of OpenDocument package on the allowlist. */
+export type OdfKind = 'odf-text' | 'odf-spreadsheet' | 'odf-presentation';
+
+/** ODF 1.3 Part 2 §3.3: the media types a package of each kind may declare (a template too). */
+export const ODF_MEDIA_TYPES: Readonly<Record<OdfKind, readonly string[]>> = {
+  'odf-text': [
+    'application/vnd.oasis.opendocument.text',
+    'application/vnd.oasis.opendocument.text-template',
+  ],
+  'odf-spreadsheet': [
+    'application/vnd.oasis.opendocument.spreadsheet',
+    'application/vnd.oasis.opendocument.spreadsheet-template',
+  ],
+  'odf-presentation': [
+    'application/vnd.oasis.opendocument.presentation',
+    'application/vnd.oasis.opendocument.presentation-template',
+  ],
+};
+
+/** The package kind of a format row of the ODF family. */
+export function odfKindOf(input: DetectedFile): OdfKind {
+  const kind = input.format.kind;
+  if (kind === 'odf-text' || kind === 'odf-spreadsheet' || kind === 'odf-presentation') {
+    return kind;
+  }
+  throw new TypeError(`.${input.format.extension} is not an OpenDocument format`);
+}
 
 /**
  * Pictures kept under `Pictures/` (and the thumbnail), by extension: raster images rebuilt through
@@ -81,7 +103,7 @@ export const CHART_STREAMS: readonly string[] = ['content.xml', 'styles.xml'];
 const MACRO_FOLDERS = new Set(['basic', 'scripts', 'dialogs']);
 
 /**
- * Rebuilds an OpenDocument text: `mimetype` first and stored, `content.xml`, `styles.xml` and
+ * Rebuilds an OpenDocument text, spreadsheet or presentation package: `mimetype` first and stored, `content.xml`, `styles.xml` and
  * `meta.xml` rewritten (see `content.ts`), pictures under `Pictures/`, the thumbnail and the
  * replacement images of objects rebuilt (raster images through the image handler, EMF and WMF
  * through the metafile rebuild), and a new `META-INF/manifest.xml` listing exactly those.
@@ -89,28 +111,26 @@ const MACRO_FOLDERS = new Set(['basic', 'scripts', 'dialogs']);
  * Chart objects (`Object N/` declared a chart in the manifest) keep their content and styles,
  * rewritten like the document's streams. Basic, script and dialog folders, other embedded
  * objects (dropped and counted; their frame keeps its replacement image), configurations and
- * signatures are left out. `.ods` and `.odp` are converted to PDF, which this version does not
- * do yet: they fail closed as not yet supported.
+ * signatures are left out. A spreadsheet's or presentation's `content.xml` is counted against
+ * the render budget while it is rewritten (see `budget.ts`): the package is what a renderer draws
+ * (see `convert.ts`).
  */
 export async function rebuildOdf(
   input: DetectedFile,
   context: EngineContext,
 ): Promise<HandlerOutput> {
-  if (input.format.kind !== 'odf-text') {
-    throw new DisarmError(
-      'ERR_NOT_YET_SUPPORTED',
-      `rebuilding .${input.format.extension} files (converted to PDF) is not yet supported by this engine version`,
-    );
-  }
-  return withOfficePackage(input, context, (pkg, what) => rebuildPackage(pkg, context, what));
+  const kind = odfKindOf(input);
+  return withOfficePackage(input, context, (pkg, what) => rebuildPackage(pkg, context, what, kind));
 }
 
 async function rebuildPackage(
   pkg: OfficePackage,
   context: EngineContext,
   what: string,
+  kind: OdfKind,
 ): Promise<HandlerOutput> {
-  const { mediaType, charts } = await readManifest(pkg, what);
+  const { mediaType, charts } = await readManifest(pkg, what, kind);
+  const budget = kind === 'odf-text' ? undefined : new RenderBudget(what);
   prepareChecksFor(pkg);
   const findings = new FindingTally();
   findings.add('trailing-data', pkg.trailingBytes > 0 ? 1 : 0);
@@ -202,17 +222,27 @@ async function rebuildPackage(
   ];
   const manifest: [string, string][] = [];
   const checkedParts = new Map<string, Promise<PartCheckResult>>();
-  let version = '1.2';
+  // The zip writer makes the next entry while it deflates one, so the settings and the manifest
+  // may be started before content.xml is read: they wait for its version.
+  let versionRead: (version: string) => void = () => undefined;
+  const version = new Promise<string>((resolve) => {
+    versionRead = resolve;
+  });
   for (const stream of ODF_STREAMS) {
     const member = pkg.byFoldedName.get(stream);
     if (member?.name !== stream) continue;
     const rewritten = async function* (): AsyncGenerator<Uint8Array, void, undefined> {
       const source = await member.read();
-      if (stream === 'content.xml') version = officeVersion(source);
+      if (stream === 'content.xml') versionRead(officeVersion(source));
       yield* rewriteOdfStream(
         source,
         stream,
-        { kept, meta: stream === 'meta.xml', findings: findings.at({ part: stream }) },
+        {
+          kept,
+          meta: stream === 'meta.xml',
+          findings: findings.at({ part: stream }),
+          ...(stream === 'content.xml' && budget && { observe: budget.observe.bind(budget) }),
+        },
         pace,
       );
     };
@@ -258,10 +288,8 @@ async function rebuildPackage(
     if (items.length > 0) {
       entries.push({
         path: 'settings.xml',
-        // Written after content.xml gave its version.
-        // eslint-disable-next-line @typescript-eslint/require-await -- one chunk, made when its turn comes
         bytes: async function* () {
-          yield new TextEncoder().encode(settingsXml(items, version));
+          yield new TextEncoder().encode(settingsXml(items, await version));
         },
         modifiedAt: PACKAGE_TIME,
         compress: true,
@@ -277,10 +305,8 @@ async function rebuildPackage(
   }
   entries.push({
     path: 'META-INF/manifest.xml',
-    // Written last, after content.xml gave its version.
-    // eslint-disable-next-line @typescript-eslint/require-await -- one chunk, made when its turn comes
     bytes: async function* () {
-      yield new TextEncoder().encode(manifestXml(mediaType, version, manifest));
+      yield new TextEncoder().encode(manifestXml(mediaType, await version, manifest));
     },
     modifiedAt: PACKAGE_TIME,
     compress: true,
@@ -308,6 +334,7 @@ async function readSettingsOrNone(member: PackageMember): Promise<SettingsItem[]
 async function readManifest(
   pkg: OfficePackage,
   what: string,
+  kind: OdfKind,
 ): Promise<{ mediaType: string; charts: Set<string> }> {
   const manifest = pkg.byFoldedName.get('meta-inf/manifest.xml');
   let rootType: string | undefined;
@@ -337,11 +364,18 @@ async function readManifest(
   }
   const mimetype = pkg.byFoldedName.get('mimetype');
   const declared = mimetype ? new TextDecoder().decode(await mimetype.read()).trim() : rootType;
-  if (declared === undefined || !TEXT_MEDIA_TYPES.includes(declared)) {
-    throw new Rejection('invalid_file', `${what} is not an OpenDocument text package`);
+  if (declared === undefined || !ODF_MEDIA_TYPES[kind].includes(declared)) {
+    throw new Rejection('invalid_file', `${what} is not an OpenDocument ${ODF_KIND_NAMES[kind]}`);
   }
   return { mediaType: declared, charts };
 }
+
+/** What each kind is called in a rejection's detail. */
+const ODF_KIND_NAMES: Readonly<Record<OdfKind, string>> = {
+  'odf-text': 'text package',
+  'odf-spreadsheet': 'spreadsheet package',
+  'odf-presentation': 'presentation package',
+};
 
 /** Ends a walk once the root element has been read. */
 class RootRead extends Error {}

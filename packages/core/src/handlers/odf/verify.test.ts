@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { PACKAGE_TIME } from '../office/package-zip.ts';
 import { writeZip } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
+import { formatForFileName } from '../../formats.ts';
 import { DEFAULT_LIMITS } from '../../limits.ts';
 import { engineContext } from '../../test-support.ts';
 import { rebuildMetafile } from '../image/metafile/metafile.ts';
@@ -65,8 +66,14 @@ async function written(change: {
   ]);
 }
 
+const ODT: DetectedFile = (() => {
+  const format = formatForFileName('a.odt');
+  if (!format) throw new Error('odt is allowlisted');
+  return { bytes: new Uint8Array(), fileName: 'a.odt', format };
+})();
+
 const verify = async (bytes: Uint8Array): Promise<void> => {
-  await verifyOdf({ bytes, findings: [] }, {} as DetectedFile, engineContext());
+  await verifyOdf({ bytes, findings: [] }, ODT, engineContext());
 };
 
 describe('ODF verify before release: chart objects', () => {

@@ -13,24 +13,26 @@ import {
   CHART_MEDIA_TYPE,
   CHART_STREAMS,
   ODF_IMAGE_TYPES,
+  ODF_MEDIA_TYPES,
   ODF_STREAMS,
+  odfKindOf,
   REPLACEMENT_PICTURE,
   replacementExtension,
-  TEXT_MEDIA_TYPES,
 } from './rebuild.ts';
 
 /**
  * ODF checks of verify before release, on the written package re-listed with yauzl and re-read
- * with saxes: `mimetype` first, stored, naming a text type; only the kept streams, pictures
+ * with saxes: `mimetype` first, stored, naming a type of the input's kind; only the kept streams, pictures
  * (metafiles read back, `odf.metafile`), the rebuilt settings and the manifest; the manifest lists exactly the members; every
  * XML stream parses without a DTD and holds no script, event listener, embedded object, DDE or
  * script URL; the settings hold only the configuration items the rebuild keeps.
  */
 export async function verifyOdf(
   output: HandlerOutput,
-  _input: DetectedFile,
+  input: DetectedFile,
   context: EngineContext,
 ): Promise<void> {
+  const mediaTypes = ODF_MEDIA_TYPES[odfKindOf(input)];
   const listing = await openZip(output.bytes, context.limits.maxEntries).catch((error: unknown) => {
     throw new VerifyFailure('odf.zip', `the written package cannot be listed: ${String(error)}`);
   });
@@ -58,7 +60,7 @@ export async function verifyOdf(
       return data;
     };
     const mediaType = new TextDecoder().decode(await read('mimetype'));
-    if (!TEXT_MEDIA_TYPES.includes(mediaType)) {
+    if (!mediaTypes.includes(mediaType)) {
       throw new VerifyFailure('odf.mimetype', `mimetype names ${mediaType}`);
     }
     const manifest = await read('META-INF/manifest.xml');

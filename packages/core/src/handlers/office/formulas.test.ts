@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { classifyFormula } from './formulas.ts';
+import { classifyFormula, classifyOdfFormula } from './formulas.ts';
 
 describe('classifyFormula', () => {
   it('refuses formulas that fetch, IMAGE among them, and keeps those that only compute', () => {
@@ -33,6 +33,34 @@ describe('classifyFormula', () => {
       '"HYPERLINK(""file://x"")"&A1',
     ]) {
       expect(classifyFormula(kept), kept).toBeUndefined();
+    }
+  });
+});
+
+describe('classifyOdfFormula', () => {
+  it('removes OpenFormula calls that fetch or reach DDE, and references into other documents', () => {
+    expect(classifyOdfFormula('of:=WEBSERVICE("http://127.0.0.1:9/q")')).toBe(
+      'external-relationship',
+    );
+    expect(classifyOdfFormula('of:=FILTERXML([.B1];"//price")')).toBe('external-relationship');
+    expect(classifyOdfFormula('of:=DDE("soffice";"/tmp/b.ods";"Sheet1.A1")')).toBe('dde-link');
+    expect(classifyOdfFormula("of:=['file:///tmp/b.ods'#$Sheet1.A1]*2")).toBe(
+      'external-relationship',
+    );
+    expect(classifyOdfFormula("oooc:=['http://x/b.ods'#$Sheet1.A1]")).toBe('external-relationship');
+    expect(classifyOdfFormula("msoxl:=cmd|' /c calc'!A0")).toBe('dde-link');
+    expect(classifyOdfFormula('of:=HYPERLINK("file:///etc/passwd")')).toBe('external-relationship');
+  });
+
+  it('keeps formulas that only compute, whatever their strings and sheet names say', () => {
+    for (const kept of [
+      'of:=SUM([.A1:.A3])',
+      "of:=['Other sheet'.A1]+1",
+      'of:="WEBSERVICE(x)"&[.A1]',
+      'of:=HYPERLINK("https://example.com/";"site")',
+      "of:=[$'My #1 sheet'.B2]",
+    ]) {
+      expect(classifyOdfFormula(kept), kept).toBeUndefined();
     }
   });
 });

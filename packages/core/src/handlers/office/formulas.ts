@@ -9,12 +9,21 @@ import { isRefusedHyperlinkTarget } from './hyperlinks.ts';
 
 /**
  * Functions that call into DLLs or XLM, or fetch from outside ([MS-XLSX], Excel 4.0 macros;
- * `IMAGE`, Excel 2022, loads a picture from the URL it is given whenever the sheet calculates).
+ * `IMAGE`, Excel 2022, loads a picture from the URL it is given whenever the sheet calculates;
+ * `FILTERXML` parses the XML `WEBSERVICE` fetched, and LibreOffice's parse of it resolves what
+ * the XML names).
  */
 export const CALLING_FUNCTIONS =
-  /(?:^|[^A-Za-z0-9_.])(?:_xlfn\.)?(CALL|REGISTER|REGISTER\.ID|EXEC|FOPEN|FWRITE|FWRITELN|FREAD|FREADLN|RUN|HALT|WEBSERVICE|IMAGE|RTD|SQL\.REQUEST|IMPORTXML)\s*\(/i;
+  /(?:^|[^A-Za-z0-9_.])(?:_xlfn\.)?(CALL|REGISTER|REGISTER\.ID|EXEC|FOPEN|FWRITE|FWRITELN|FREAD|FREADLN|RUN|HALT|WEBSERVICE|FILTERXML|IMAGE|RTD|SQL\.REQUEST|IMPORTXML)\s*\(/i;
 /** Of {@link CALLING_FUNCTIONS}, those that fetch (the rest run code). */
-const FETCHING_FUNCTIONS = new Set(['WEBSERVICE', 'IMAGE', 'RTD', 'SQL.REQUEST', 'IMPORTXML']);
+const FETCHING_FUNCTIONS = new Set([
+  'WEBSERVICE',
+  'FILTERXML',
+  'IMAGE',
+  'RTD',
+  'SQL.REQUEST',
+  'IMPORTXML',
+]);
 
 /**
  * The finding an Excel formula is removed as (its cached value stays), or `undefined`. DDE is
@@ -30,6 +39,24 @@ export function classifyFormula(formula: string): FindingKind | undefined {
   if (/(?:^|[^A-Za-z0-9_.\]])'?\[\d+\]/.test(code)) return 'external-relationship';
   if (refusedHyperlink(formula)) return 'external-relationship';
   return undefined;
+}
+
+/**
+ * The finding an OpenDocument formula is removed as (the cell's cached value stays), or
+ * `undefined`. ODF 1.3 Part 3 (`table:formula`) prefixes a formula with its syntax's namespace:
+ * Excel's (`msoxl:`) is judged as Excel's; OpenFormula (`of:`, ODF 1.3 Part 4, and
+ * OpenOffice.org's `oooc:`) calls DDE as a function and names another document as a quoted IRI
+ * before `#` (`['file:///b.ods'#$Sheet1.A1]`), both kept in the cell only as last computed; the
+ * functions that run code or fetch are the same as Excel's.
+ */
+export function classifyOdfFormula(formula: string): FindingKind | undefined {
+  const namespace = /^\s*([a-z][a-z0-9]*):(?!\/)/i.exec(formula);
+  const body = namespace ? formula.slice(namespace[0].length) : formula;
+  if (namespace?.[1]?.toLowerCase() === 'msoxl') return classifyFormula(body);
+  const code = body.replace(/"(?:[^"]|"")*"/g, '""');
+  if (/(?:^|[^A-Za-z0-9_.])DDE\s*\(/i.test(code)) return 'dde-link';
+  if (/'(?:[^']|'')*'#/.test(code)) return 'external-relationship';
+  return classifyFormula(body);
 }
 
 /** String literals and `HYPERLINK(` calls with the literal they start with, if any. */

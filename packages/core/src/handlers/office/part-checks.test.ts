@@ -218,7 +218,7 @@ describe('ODF stream checks in worker threads', () => {
     await expect(
       verifyOdf(
         verdicts ? { bytes: output.bytes, findings: [], checkedParts: verdicts } : output,
-        {} as DetectedFile,
+        { bytes: input, fileName: 'a.odt', format },
         engineContext(),
       ),
     ).resolves.toBeUndefined();
@@ -235,7 +235,7 @@ describe('ODF stream checks in worker threads', () => {
           findings: [],
           checkedParts: new Map([['content.xml', other.result]]),
         },
-        {} as DetectedFile,
+        { bytes: input, fileName: 'a.odt', format },
         engineContext(),
       ),
     ).rejects.toMatchObject({ check: 'odf.zip' });

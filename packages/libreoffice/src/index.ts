@@ -1,0 +1,2 @@
+export { createLibreOfficeRenderer } from './renderer.ts';
+export type { LibreOfficeRendererOptions } from './renderer.ts';

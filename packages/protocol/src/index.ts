@@ -15,7 +15,7 @@ export { problemResponse } from './http/problem-response.ts';
 export { jsonResponse } from './http/negotiation.ts';
 export { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
 export type { BufferedResponseInit } from './http/buffered-response.ts';
-export type { DisarmApiConfig, DisarmApiPorts, DocsAsset, Logger } from './config.ts';
+export type { DisarmApiConfig, DisarmApiPorts, DocsAsset, Logger, Readiness } from './config.ts';
 export { createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
 export type { StorageApiOptions } from './storage/api.ts';
 export { createLinkSigner, STORAGE_PATH_PREFIX } from './storage/signer.ts';

@@ -26,6 +26,8 @@ import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
 import type { CliContext } from './context.ts';
 import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
 import type { ClamdFlags } from './_clamd.ts';
+import { addRendererOption } from './_renderers.ts';
+import type { RendererFlags } from './_renderers.ts';
 
 /** Where state lives unless told otherwise: relative to the working directory. */
 export const DEFAULT_DATA_DIR = './.data';
@@ -54,7 +56,7 @@ export interface ClockMessage {
 }
 
 /** Flags of `disarm serve`, as commander parses them (environment already applied). */
-interface ServeFlags extends ClamdFlags {
+interface ServeFlags extends ClamdFlags, RendererFlags {
   readonly port: number;
   readonly storagePort: number;
   readonly host: string;
@@ -239,6 +241,7 @@ export function registerServeCommand(program: Command, context: CliContext): voi
       }
     });
   addClamdOptions(command);
+  addRendererOption(command);
 }
 
 async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
@@ -293,6 +296,7 @@ async function serveWith(
       processing: flags.processing,
       oauth,
       ...(clamd === undefined ? {} : { clamd }),
+      renderers: flags.renderers,
       logger,
     });
   } catch (error) {
@@ -483,7 +487,7 @@ Environment (a flag given on the command line wins):
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
   DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,
-  DISARM_CLAMD_FAIL_OPEN
+  DISARM_CLAMD_FAIL_OPEN, DISARM_RENDERERS
 
 Data folder (--data-dir):
   disarm.sqlite                 organisations, key hashes, documents, the queue, charges

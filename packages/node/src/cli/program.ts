@@ -5,10 +5,11 @@ import { EXIT_CODES } from './_exit-codes.ts';
 import { registerAdminCommand } from './admin.ts';
 import { registerCleanCommand } from './clean.ts';
 import type { CliContext } from './context.ts';
+import { registerDoctorCommand } from './doctor.ts';
 import { registerServeCommand } from './serve.ts';
 
 /**
- * The `disarm` program: one sibling module per subcommand (`clean`, `serve`, `admin`).
+ * The `disarm` program: one sibling module per subcommand (`clean`, `serve`, `admin`, `doctor`).
  */
 function createProgram(context: CliContext): Command {
   const program = new Command('disarm')
@@ -26,6 +27,7 @@ function createProgram(context: CliContext): Command {
   registerCleanCommand(program, context);
   registerServeCommand(program, context);
   registerAdminCommand(program, context);
+  registerDoctorCommand(program, context);
   return program;
 }
 

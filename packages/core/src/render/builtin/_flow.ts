@@ -79,32 +79,66 @@ export async function embedFonts(document: PDFDocument): Promise<FontSet> {
   };
 }
 
-/** Wraps `text` into lines no wider than `width` at `size`; `\n` always breaks a line. */
+/** Glyph widths of each font at size 1, by character. */
+const GLYPH_WIDTHS = new WeakMap<PDFFont, Map<string, number>>();
+
+/**
+ * The width of `text` at `size` as `Tj` draws it: glyph widths summed, without the kerning that
+ * pdf-lib's own measure adds but its `drawText` does not apply.
+ */
+export function textWidth(font: PDFFont, text: string, size: number): number {
+  let widths = GLYPH_WIDTHS.get(font);
+  if (widths === undefined) {
+    widths = new Map();
+    GLYPH_WIDTHS.set(font, widths);
+  }
+  let total = 0;
+  for (const character of text) {
+    let glyph = widths.get(character);
+    if (glyph === undefined) {
+      glyph = font.widthOfTextAtSize(character, 1);
+      widths.set(character, glyph);
+    }
+    total += glyph;
+  }
+  return total * size;
+}
+
+/**
+ * Wraps `text` into lines no wider than `width` at `size`; `\n` always breaks a line. Linear in
+ * the text: each word is measured once.
+ */
 export function wrapText(text: string, font: PDFFont, size: number, width: number): string[] {
+  const space = textWidth(font, ' ', size);
   const lines: string[] = [];
   for (const paragraph of text.split('\n')) {
     let line = '';
+    let lineWidth = 0;
     for (const word of paragraph.split(' ')) {
-      const candidate = line === '' ? word : `${line} ${word}`;
-      if (font.widthOfTextAtSize(candidate, size) <= width) {
-        line = candidate;
+      const wordWidth = textWidth(font, word, size);
+      const joined = line === '' ? wordWidth : lineWidth + space + wordWidth;
+      if (joined <= width) {
+        line = line === '' ? word : `${line} ${word}`;
+        lineWidth = joined;
         continue;
       }
       if (line !== '') lines.push(line);
+      line = word;
+      lineWidth = wordWidth;
+      if (wordWidth <= width) continue;
       // A word wider than the line (a URL, a long number) is cut where it reaches the edge.
-      let rest = word;
-      while (font.widthOfTextAtSize(rest, size) > width && rest.length > 1) {
-        let fits = 1;
-        while (
-          fits < rest.length &&
-          font.widthOfTextAtSize(rest.slice(0, fits + 1), size) <= width
-        ) {
-          fits += 1;
+      line = '';
+      lineWidth = 0;
+      for (const character of word) {
+        const glyph = textWidth(font, character, size);
+        if (line !== '' && lineWidth + glyph > width) {
+          lines.push(line);
+          line = '';
+          lineWidth = 0;
         }
-        lines.push(rest.slice(0, fits));
-        rest = rest.slice(fits);
+        line += character;
+        lineWidth += glyph;
       }
-      line = rest;
     }
     lines.push(line);
   }
@@ -206,7 +240,7 @@ export class PdfFlow {
       const baseline = this.#y + (lineHeight - size) / 2 + size * 0.2;
       if (index === 0 && style.marker !== undefined) {
         const marker = this.#fonts.encodable(style.marker);
-        const x = PAGE_MARGIN_POINTS + indent - font.widthOfTextAtSize(marker, size) - 4;
+        const x = PAGE_MARGIN_POINTS + indent - textWidth(font, marker, size) - 4;
         page.drawText(marker, { x: Math.max(x, 0), y: baseline, size, font });
       }
       if (line !== '') {
@@ -245,7 +279,7 @@ export class PdfFlow {
         if (cell === undefined) continue;
         const font = this.#fonts.fonts[cell.header === true ? 'bold' : 'regular'];
         for (const line of this.#fonts.encodable(cell.text).split('\n')) {
-          natural = Math.max(natural, font.widthOfTextAtSize(line, size) + 2 * padding);
+          natural = Math.max(natural, Math.ceil(textWidth(font, line, size) + 2 * padding));
         }
       }
       return Math.min(natural, this.#textWidth * MAX_COLUMN_SHARE);

@@ -21,6 +21,7 @@ import { convertToPdf, verifyConverted } from '../convert.ts';
 import type { RenderInput, Renderer } from '../renderer.ts';
 
 import { builtinRenderer } from './index.ts';
+import { MAX_HTML_TABLE_CELLS } from './html.ts';
 import { MAX_SHEET_CELLS } from './odf.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'disarm-builtin-'));
@@ -246,6 +247,23 @@ describe('the built-in renderer, html', () => {
     );
     expect(pdfInfo(path).pages).toBeGreaterThan(5);
     expect(textOf(path)).toContain('Paragraph 400 of the long document.');
+  });
+
+  it('cuts a word wider than the page where it reaches the edge, keeping every character', async () => {
+    const word = Array.from({ length: 60_000 }, (_, index) => `w${index}`).join('');
+    const path = assertCleanPdf(
+      (await convert({ kind: 'html', markup: `<p>before ${word} after</p>` })).bytes,
+    );
+    const text = execFileSync('pdftotext', [path, '-'], { encoding: 'utf8' }).replace(/\s+/g, '');
+    expect(text).toContain(`before${word}after`);
+  });
+
+  it('refuses a document of more table cells than it prints, as file_too_large', async () => {
+    const row = `<tr>${'<td>x</td>'.repeat(1_000)}</tr>`;
+    const markup = `<table>${row.repeat(MAX_HTML_TABLE_CELLS / 1_000 + 1)}</table>`;
+    await expect(convert({ kind: 'html', markup })).rejects.toMatchObject({
+      reason: 'file_too_large',
+    });
   });
 
   it('fetches nothing a remaining reference names', async () => {

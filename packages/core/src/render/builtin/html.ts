@@ -1,9 +1,13 @@
+import { Rejection } from '../../_internal/rejection.ts';
 import type { TableCell } from './_flow.ts';
 import { A4_PAGE, PdfFlow } from './_flow.ts';
 import { tokenizeHtml } from './_html-tokens.ts';
 import { dataUrlBytes, decodePicture, MAX_PICTURES } from './_pictures.ts';
 
-/** Most table cells one HTML document draws; the rest of a larger table is left out. */
+/**
+ * Most table cells one HTML document draws (about 2,000 pages of them); a document with more is
+ * refused (`file_too_large`) rather than drawn for the rest of its time budget.
+ */
 export const MAX_HTML_TABLE_CELLS = 200_000;
 
 /** Elements that end the text before them and start a new block. */
@@ -181,11 +185,18 @@ function readBlocks(markup: string): Block[] {
         // A table inside a cell is drawn as that cell's text.
         if (table?.cell === undefined) tables.push({ rows: [], cell: undefined });
         else append(' ');
-      } else if (name === 'tr' && table !== undefined && tables.length > 0) {
+      } else if (name === 'tr' && table !== undefined) {
         closeCell(table);
         table.rows.push([]);
       } else if ((name === 'td' || name === 'th') && table !== undefined) {
         closeCell(table);
+        cells += 1;
+        if (cells > MAX_HTML_TABLE_CELLS) {
+          throw new Rejection(
+            'file_too_large',
+            `the HTML document has more than ${MAX_HTML_TABLE_CELLS} table cells to print`,
+          );
+        }
         if (table.rows.length === 0) table.rows.push([]);
         table.cell = { text: '', header: name === 'th' };
       } else if (HEADINGS.has(name)) {
@@ -217,10 +228,7 @@ function readBlocks(markup: string): Block[] {
       tables.pop();
       if (tables.length === 0) {
         const rows = table.rows.filter((row) => row.length > 0);
-        if (rows.length > 0 && cells < MAX_HTML_TABLE_CELLS) {
-          cells += rows.reduce((sum, row) => sum + row.length, 0);
-          blocks.push({ type: 'table', rows });
-        }
+        if (rows.length > 0) blocks.push({ type: 'table', rows });
       }
     } else if (name === 'table' && table !== undefined) {
       append(' ');

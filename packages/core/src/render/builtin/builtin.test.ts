@@ -140,6 +140,24 @@ describe('the built-in renderer, svg', () => {
     expect((await colourAt(path, 0.5, 0.5))[1]).toBeGreaterThan(200);
   });
 
+  it('lays a drawing with no size of its own out on an A4 page, as a browser prints it', async () => {
+    const markup =
+      '<?xml version="1.0"?>\n<!-- no width, height or viewBox -->\n<svg xmlns="http://www.w3.org/2000/svg" width="100%">' +
+      '<rect x="0" y="0" width="397" height="200" fill="#ff0000"/></svg>';
+    const path = assertCleanPdf((await convert({ kind: 'svg', markup })).bytes);
+    expect(pdfInfo(path).size).toBe('595.5 x 842.25');
+    expect((await colourAt(path, 0.25, 0.05))[0]).toBeGreaterThan(200);
+    expect((await colourAt(path, 0.75, 0.05))[1]).toBeGreaterThan(200);
+  });
+
+  it('draws nothing of a document whose root is no SVG element, as a browser', async () => {
+    const markup =
+      '<svg xmlns="http://www.w3.org/1337/svg" width="128" height="128"><rect width="128" height="128"/></svg>';
+    const path = assertCleanPdf((await convert({ kind: 'svg', markup })).bytes);
+    expect(pdfInfo(path)).toEqual({ pages: 1, size: '595.28 x 841.89' });
+    expect(await colourAt(path, 0.1, 0.1)).toEqual([255, 255, 255]);
+  });
+
   it.each([
     ['an external image', (url: string) => `<image href="${url}/a.png" width="10" height="10"/>`],
     [

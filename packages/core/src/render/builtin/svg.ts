@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import { Rejection } from '../../_internal/rejection.ts';
 import { XmlReader } from '../../_internal/xml-reader.ts';
 import { DisarmError } from '../../errors.ts';
-import { MAX_PAGE_SIDE_POINTS, MIN_PAGE_SIDE_POINTS } from './_flow.ts';
+import { A4_PAGE, MAX_PAGE_SIDE_POINTS, MIN_PAGE_SIDE_POINTS } from './_flow.ts';
 import { drawPicture, toPicture } from './_pictures.ts';
 
 /** Resolution an SVG is rasterised at on its page, in dots per inch. */
@@ -21,25 +21,45 @@ const MIN_SVG_DPI = 9;
 const BASE_DENSITY = 72;
 /** CSS 2.1 §4.3.2: a CSS pixel is 0.75 point. */
 const POINTS_PER_CSS_PIXEL = 0.75;
+const SVG_NAMESPACE = 'http://www.w3.org/2000/svg';
+/** ISO 216 A4 in CSS pixels (96 per inch), the page a browser prints an unsized drawing on. */
+const A4_CSS_PIXELS = { width: 794, height: 1123 };
 /** The only URL schemes a sanitised SVG may still hold: same-document fragments and pictures. */
 const SELF_CONTAINED_URL = /^\s*(?:#|data:image\/(?:png|jpeg|jpg|gif|webp)[;,])/i;
 const CSS_URL = /url\(\s*(['"]?)([^'")]*)\1\s*\)/gi;
 
 /**
  * Draws a sanitised SVG on one page the size of the drawing: rasterised by librsvg (through
- * sharp) at {@link SVG_PRINT_DPI}, within {@link MAX_SVG_RASTER_PIXELS}, on white.
+ * sharp) at {@link SVG_PRINT_DPI}, within {@link MAX_SVG_RASTER_PIXELS}, on white. A drawing
+ * with no size of its own (no viewBox, and no width and height that are lengths) is laid out on
+ * an A4 page, as a browser prints it; a document whose root is not an SVG `<svg>` element draws
+ * nothing, as in a browser, and gives a blank A4 page.
  * @throws {DisarmError} `ERR_INTERNAL` when the markup still names anything outside itself (a
  *   DOCTYPE, a style sheet, an external `href` or `url()`): the sanitiser's promise is checked
  *   again here, because librsvg would otherwise be the one to act on it.
- * @throws {Rejection} `file_too_large` when even the lowest resolution needs too many pixels.
+ * @throws {Rejection} `file_too_large` when even the lowest resolution needs too many pixels;
+ *   `invalid_file` when librsvg cannot read the drawing.
  */
 export async function renderSvg(markup: string, check: () => void): Promise<Uint8Array> {
   const root = assertSelfContained(markup);
-  const svg = Buffer.from(markup, 'utf8');
-  const base = await sharp(svg, { density: BASE_DENSITY, limitInputPixels: false }).metadata();
+  const document = await PDFDocument.create({ updateMetadata: false });
+  if (root.uri !== SVG_NAMESPACE || root.localName !== 'svg') {
+    document.addPage([A4_PAGE.width, A4_PAGE.height]);
+    return document.save({ useObjectStreams: false });
+  }
+  // CSS 2.1 §10.3.2: a drawing with no size of its own takes its viewport, a page, where
+  // librsvg would shrink it to what it draws.
+  const unsized = !root.attributes.has('viewBox') && !hasAbsoluteSize(root.attributes);
+  const svg = Buffer.from(unsized ? withRootSize(markup, A4_CSS_PIXELS) : markup, 'utf8');
+  const physical = !unsized && hasPhysicalSize(root.attributes);
+  const base = await sharp(svg, { density: BASE_DENSITY, limitInputPixels: false })
+    .metadata()
+    .catch(() => {
+      throw new Rejection('invalid_file', 'the SVG drawing cannot be read');
+    });
   // Sized in physical units, librsvg at 72 dpi already gives points; in user units (CSS pixels),
   // a browser prints 96 of them per inch.
-  const pointsPerUnit = hasPhysicalSize(root) ? 1 : POINTS_PER_CSS_PIXEL;
+  const pointsPerUnit = physical ? 1 : POINTS_PER_CSS_PIXEL;
   let pageWidth = base.width * pointsPerUnit;
   let pageHeight = base.height * pointsPerUnit;
   const shrink = Math.min(1, MAX_PAGE_SIDE_POINTS / pageWidth, MAX_PAGE_SIDE_POINTS / pageHeight);
@@ -59,14 +79,52 @@ export async function renderSvg(markup: string, check: () => void): Promise<Uint
   const picture = await toPicture(
     sharp(svg, { density, limitInputPixels: MAX_SVG_RASTER_PIXELS * 2 }),
   );
-  const document = await PDFDocument.create({ updateMetadata: false });
   const page = document.addPage([pageWidth, pageHeight]);
   drawPicture(document, page, picture, { x: 0, y: 0, width: pageWidth, height: pageHeight });
   return document.save({ useObjectStreams: false });
 }
 
-/** The root `<svg>` element's attributes, once the whole markup is found self-contained. */
-function assertSelfContained(markup: string): ReadonlyMap<string, string> {
+/**
+ * `markup` with its root start tag's `width` and `height` replaced by `size` (CSS pixels). The
+ * markup is well-formed and has no DOCTYPE (checked before), so the root tag is the first tag
+ * after the prolog's declaration, comments and processing instructions.
+ */
+function withRootSize(markup: string, size: { width: number; height: number }): string {
+  let start = 0;
+  for (;;) {
+    while (/\s|\uFEFF/.test(markup.charAt(start))) start += 1;
+    if (markup.startsWith('<?', start)) start = markup.indexOf('?>', start) + 2;
+    else if (markup.startsWith('<!--', start)) start = markup.indexOf('-->', start) + 3;
+    else break;
+  }
+  let end = start;
+  let quote = '';
+  for (; end < markup.length; end += 1) {
+    const character = markup.charAt(end);
+    if (quote !== '') {
+      if (character === quote) quote = '';
+    } else if (character === '"' || character === "'") {
+      quote = character;
+    } else if (character === '>') {
+      break;
+    }
+  }
+  const tag = markup
+    .slice(start, end)
+    .replace(/\s(?:width|height)\s*=\s*(?:"[^"]*"|'[^']*')/g, '')
+    .replace(/^<[^\s/>]+/, (name) => `${name} width="${size.width}" height="${size.height}"`);
+  return markup.slice(0, start) + tag + markup.slice(end);
+}
+
+/** The root element of an SVG document: its name and attributes. */
+interface SvgRoot {
+  readonly uri: string;
+  readonly localName: string;
+  readonly attributes: ReadonlyMap<string, string>;
+}
+
+/** The root element, once the whole markup is found self-contained. */
+function assertSelfContained(markup: string): SvgRoot {
   const refuse = (what: string): never => {
     throw new DisarmError('ERR_INTERNAL', `the sanitised SVG still holds ${what}`);
   };
@@ -79,13 +137,16 @@ function assertSelfContained(markup: string): ReadonlyMap<string, string> {
       if (!SELF_CONTAINED_URL.test(match[2] ?? '')) refuse('an external url() reference');
     }
   };
-  const root = new Map<string, string>();
+  const attributes = new Map<string, string>();
+  let root: SvgRoot = { uri: '', localName: '', attributes };
   let styleDepth = 0;
   new XmlReader(markup, 'the SVG', {
     open(element, ancestors) {
+      if (ancestors.length === 0)
+        root = { uri: element.uri, localName: element.localName, attributes };
       if (element.localName === 'style') styleDepth += 1;
       for (const attribute of element.attributes) {
-        if (ancestors.length === 0) root.set(attribute.local, attribute.value);
+        if (ancestors.length === 0) attributes.set(attribute.local, attribute.value);
         if (attribute.local === 'href' || attribute.local === 'src') {
           if (!SELF_CONTAINED_URL.test(attribute.value)) refuse(`an external ${attribute.local}`);
         } else {
@@ -108,4 +169,11 @@ function hasPhysicalSize(root: ReadonlyMap<string, string>): boolean {
   const physical = (value: string | undefined): boolean =>
     value !== undefined && /^\s*[0-9.eE+-]+\s*(?:in|cm|mm|pt|pc)\s*$/.test(value);
   return physical(root.get('width')) && physical(root.get('height'));
+}
+
+/** Whether the root has a width and a height that are lengths (not percentages, not `auto`). */
+function hasAbsoluteSize(root: ReadonlyMap<string, string>): boolean {
+  const absolute = (value: string | undefined): boolean =>
+    value !== undefined && /^\s*[0-9.eE+-]+\s*(?:px|in|cm|mm|pt|pc|em|ex)?\s*$/.test(value);
+  return absolute(root.get('width')) && absolute(root.get('height'));
 }

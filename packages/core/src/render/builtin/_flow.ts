@@ -3,8 +3,24 @@
  * and presentation drawings: headings, paragraphs, list items, tables and images, wrapped and
  * paginated on pages of one size, in the standard fonts (Helvetica, Courier).
  */
-import { PDFDocument, StandardFonts, rgb } from '@cantoo/pdf-lib';
-import type { PDFFont, PDFPage } from '@cantoo/pdf-lib';
+import {
+  beginText,
+  endText,
+  lineTo,
+  moveTo,
+  PDFDocument,
+  popGraphicsState,
+  pushGraphicsState,
+  rectangle,
+  setFontAndSize,
+  setLineWidth,
+  setStrokingGrayscaleColor,
+  setTextMatrix,
+  showText,
+  StandardFonts,
+  stroke,
+} from '@cantoo/pdf-lib';
+import type { PDFFont, PDFName, PDFOperator, PDFPage } from '@cantoo/pdf-lib';
 
 import { Rejection } from '../../_internal/rejection.ts';
 import { drawPicture } from './_pictures.ts';
@@ -40,7 +56,9 @@ const LINE_HEIGHT_RATIO = 1.25;
 /** Widest a table column may start before wrapping, as a share of the text width. */
 const MAX_COLUMN_SHARE = 0.45;
 const MIN_COLUMN_POINTS = 24;
-const GRID_COLOUR = rgb(0.7, 0.7, 0.7);
+/** Grey of table grids and rules (DeviceGray). */
+const GRID_GREY = 0.7;
+const GRID_LINE_POINTS = 0.5;
 
 /** Typefaces of the standard 14 fonts this layout uses. */
 export type FontStyle = 'regular' | 'bold' | 'italic' | 'mono';
@@ -145,6 +163,64 @@ export function wrapText(text: string, font: PDFFont, size: number, width: numbe
   return lines;
 }
 
+/** A line of text to draw at a baseline position, in points. */
+export interface TextRun {
+  readonly x: number;
+  readonly y: number;
+  readonly text: string;
+}
+
+/** Resource names of the fonts used on each page. */
+const FONT_NAMES = new WeakMap<PDFPage, Map<PDFFont, PDFName>>();
+
+/**
+ * Draws `runs` (already encodable) in one text object (ISO 32000-1 9.4): pdf-lib's `drawText`
+ * writes about ten operators per line, and a page of table cells made the garbage collector the
+ * renderer's main cost.
+ */
+export function drawTextRuns(
+  page: PDFPage,
+  font: PDFFont,
+  size: number,
+  runs: readonly TextRun[],
+): void {
+  const shown = runs.filter((run) => run.text !== '');
+  if (shown.length === 0) return;
+  let names = FONT_NAMES.get(page);
+  if (names === undefined) {
+    names = new Map();
+    FONT_NAMES.set(page, names);
+  }
+  let name = names.get(font);
+  if (name === undefined) {
+    name = page.node.newFontDictionary(font.name, font.ref);
+    names.set(font, name);
+  }
+  const operators: PDFOperator[] = [pushGraphicsState(), beginText(), setFontAndSize(name, size)];
+  for (const run of shown) {
+    operators.push(setTextMatrix(1, 0, 0, 1, run.x, run.y), showText(font.encodeText(run.text)));
+  }
+  operators.push(endText(), popGraphicsState());
+  page.pushOperators(...operators);
+}
+
+/** Strokes thin grey rectangles and lines, in one path. */
+function drawGrid(
+  page: PDFPage,
+  rectangles: readonly { x: number; y: number; width: number; height: number }[],
+  lines: readonly { x1: number; y1: number; x2: number; y2: number }[] = [],
+): void {
+  page.pushOperators(
+    pushGraphicsState(),
+    setLineWidth(GRID_LINE_POINTS),
+    setStrokingGrayscaleColor(GRID_GREY),
+    ...rectangles.map((box) => rectangle(box.x, box.y, box.width, box.height)),
+    ...lines.flatMap((line) => [moveTo(line.x1, line.y1), lineTo(line.x2, line.y2)]),
+    stroke(),
+    popGraphicsState(),
+  );
+}
+
 /** How a paragraph is set. */
 export interface ParagraphStyle {
   readonly font?: FontStyle;
@@ -238,14 +314,13 @@ export class PdfFlow {
       const page = this.#room(lineHeight);
       this.#y -= lineHeight;
       const baseline = this.#y + (lineHeight - size) / 2 + size * 0.2;
+      const runs: TextRun[] = [{ x: PAGE_MARGIN_POINTS + indent, y: baseline, text: line }];
       if (index === 0 && style.marker !== undefined) {
         const marker = this.#fonts.encodable(style.marker);
         const x = PAGE_MARGIN_POINTS + indent - textWidth(font, marker, size) - 4;
-        page.drawText(marker, { x: Math.max(x, 0), y: baseline, size, font });
+        runs.push({ x: Math.max(x, 0), y: baseline, text: marker });
       }
-      if (line !== '') {
-        page.drawText(line, { x: PAGE_MARGIN_POINTS + indent, y: baseline, size, font });
-      }
+      drawTextRuns(page, font, size, runs);
     });
     this.#y -= style.spaceAfter ?? lineHeight / 2;
   }
@@ -254,12 +329,8 @@ export class PdfFlow {
   rule(): void {
     const page = this.#room(12);
     this.#y -= 6;
-    page.drawLine({
-      start: { x: PAGE_MARGIN_POINTS, y: this.#y },
-      end: { x: PAGE_MARGIN_POINTS + this.#textWidth, y: this.#y },
-      thickness: 0.5,
-      color: GRID_COLOUR,
-    });
+    const right = PAGE_MARGIN_POINTS + this.#textWidth;
+    drawGrid(page, [], [{ x1: PAGE_MARGIN_POINTS, y1: this.#y, x2: right, y2: this.#y }]);
     this.#y -= 6;
   }
 
@@ -326,24 +397,22 @@ export class PdfFlow {
         );
         const count = Math.min(fit, height - from);
         const rowHeight = count * lineHeight + 2 * padding;
+        const boxes: { x: number; y: number; width: number; height: number }[] = [];
+        const runs = new Map<PDFFont, TextRun[]>();
         let x = PAGE_MARGIN_POINTS;
         for (const cell of cells) {
-          page.drawRectangle({
-            x,
-            y: this.#y - rowHeight,
-            width: cell.width,
-            height: rowHeight,
-            borderColor: GRID_COLOUR,
-            borderWidth: 0.5,
-          });
+          boxes.push({ x, y: this.#y - rowHeight, width: cell.width, height: rowHeight });
+          const fontRuns = runs.get(cell.font) ?? [];
+          runs.set(cell.font, fontRuns);
           cell.lines.slice(from, from + count).forEach((line, index) => {
-            if (line === '') return;
             const y =
               this.#y - padding - (index + 1) * lineHeight + (lineHeight - size) / 2 + size * 0.2;
-            page.drawText(line, { x: x + padding, y, size, font: cell.font });
+            fontRuns.push({ x: x + padding, y, text: line });
           });
           x += cell.width;
         }
+        drawGrid(page, boxes);
+        for (const [font, fontRuns] of runs) drawTextRuns(page, font, size, fontRuns);
         this.#y -= rowHeight;
         from += count;
         // A row split over pages goes on at the top of the next.

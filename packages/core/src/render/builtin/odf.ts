@@ -8,6 +8,7 @@ import { Rejection } from '../../_internal/rejection.ts';
 import type { PageSize, TableCell } from './_flow.ts';
 import {
   A4_LANDSCAPE_PAGE,
+  drawTextRuns,
   MAX_PAGE_SIDE_POINTS,
   MIN_PAGE_SIDE_POINTS,
   PdfFlow,
@@ -351,15 +352,16 @@ export async function renderPresentation(
         item.title ? 32 : 18,
       );
       const lineHeight = fontSize * 1.2;
-      lines.forEach((line, index) => {
-        if (line === '') return;
-        page.drawText(line, {
+      drawTextRuns(
+        page,
+        font,
+        fontSize,
+        lines.map((line, index) => ({
           x: item.x,
           y: top - (index + 1) * lineHeight + fontSize * 0.25,
-          size: fontSize,
-          font,
-        });
-      });
+          text: line,
+        })),
+      );
     }
   }
   if (document.getPageCount() === 0) document.addPage([fallback.width, fallback.height]);

@@ -68,13 +68,13 @@ export interface FontSet {
   readonly fonts: Readonly<Record<FontStyle, PDFFont>>;
   /**
    * `text` with every character the WinAnsi encoding cannot show replaced by `?`, and tabs and
-   * other controls by spaces, so drawing never throws on foreign scripts.
+   * other controls but line feeds by spaces, so drawing never throws on foreign scripts.
    */
   encodable(text: string): string;
 }
 
 /** Embeds Helvetica (regular, bold, oblique) and Courier into `document`. */
-export async function embedFonts(document: PDFDocument): Promise<FontSet> {
+async function embedFonts(document: PDFDocument): Promise<FontSet> {
   const fonts = {
     regular: await document.embedFont(StandardFonts.Helvetica),
     bold: await document.embedFont(StandardFonts.HelveticaBold),
@@ -89,7 +89,8 @@ export async function embedFonts(document: PDFDocument): Promise<FontSet> {
       let out = '';
       for (const character of text) {
         const code = character.codePointAt(0) ?? 0;
-        if (code < 0x20 || (code >= 0x7f && code < 0xa0)) out += ' ';
+        if (character === '\n') out += character;
+        else if (code < 0x20 || (code >= 0x7f && code < 0xa0)) out += ' ';
         else out += supported.has(code) ? character : REPLACEMENT_CHARACTER;
       }
       return out;
@@ -104,7 +105,7 @@ const GLYPH_WIDTHS = new WeakMap<PDFFont, Map<string, number>>();
  * The width of `text` at `size` as `Tj` draws it: glyph widths summed, without the kerning that
  * pdf-lib's own measure adds but its `drawText` does not apply.
  */
-export function textWidth(font: PDFFont, text: string, size: number): number {
+function textWidth(font: PDFFont, text: string, size: number): number {
   let widths = GLYPH_WIDTHS.get(font);
   if (widths === undefined) {
     widths = new Map();
@@ -130,19 +131,24 @@ export function wrapText(text: string, font: PDFFont, size: number, width: numbe
   const space = textWidth(font, ' ', size);
   const lines: string[] = [];
   for (const paragraph of text.split('\n')) {
+    // `words` keeps the empty words between repeated spaces, so preformatted text keeps its
+    // indentation; `fresh` tells a line that has nothing yet from one holding an empty word.
     let line = '';
     let lineWidth = 0;
+    let fresh = true;
     for (const word of paragraph.split(' ')) {
       const wordWidth = textWidth(font, word, size);
-      const joined = line === '' ? wordWidth : lineWidth + space + wordWidth;
+      const joined = fresh ? wordWidth : lineWidth + space + wordWidth;
       if (joined <= width) {
-        line = line === '' ? word : `${line} ${word}`;
+        line = fresh ? word : `${line} ${word}`;
         lineWidth = joined;
+        fresh = false;
         continue;
       }
-      if (line !== '') lines.push(line);
+      if (!fresh) lines.push(line);
       line = word;
       lineWidth = wordWidth;
+      fresh = false;
       if (wordWidth <= width) continue;
       // A word wider than the line (a URL, a long number) is cut where it reaches the edge.
       line = '';

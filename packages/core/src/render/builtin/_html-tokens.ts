@@ -81,7 +81,7 @@ const NAMED_REFERENCES: Readonly<Record<string, string>> = {
 };
 
 /** Character references of `text` resolved (WHATWG HTML §13.2.5.72-80, the common cases). */
-export function decodeReferences(text: string): string {
+function decodeReferences(text: string): string {
   if (!text.includes('&')) return text;
   return text.replace(
     /&(?:#(\d{1,7})|#[xX]([0-9A-Fa-f]{1,6})|([A-Za-z][A-Za-z0-9]{1,31}));?/g,

@@ -18,7 +18,7 @@ import type { Sharp } from 'sharp';
  * Largest picture the built-in renderer places, in pixels: an A4 page at 300 dpi is 8.7 million.
  * A larger one is left out of the drawing (its place stays empty) rather than decoded.
  */
-export const MAX_PICTURE_PIXELS = 40_000_000;
+const MAX_PICTURE_PIXELS = 40_000_000;
 /** Most pictures one drawing places; the rest are left out. */
 export const MAX_PICTURES = 500;
 

@@ -242,7 +242,7 @@ describe('the built-in renderer, html', () => {
       'Region',
       'North',
       '1,200',
-      'indented',
+      '  indented\n    code',
       'Greek ? and ? are not in WinAnsi.',
     ]) {
       expect(text).toContain(expected);
@@ -325,6 +325,8 @@ describe('the built-in renderer, spreadsheets and presentations', () => {
     ]) {
       expect(text).toContain(expected);
     }
+    // A cell of two paragraphs prints on two lines.
+    expect(text).toMatch(/Second sheet *\n *second line/);
   });
 
   it('prints a wide sheet in bands of columns and repeated cells as often as they repeat', async () => {

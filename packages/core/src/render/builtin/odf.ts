@@ -9,6 +9,7 @@ import type { PageSize, TableCell } from './_flow.ts';
 import {
   A4_LANDSCAPE_PAGE,
   drawTextRuns,
+  MAX_DRAWN_PAGES,
   MAX_PAGE_SIDE_POINTS,
   MIN_PAGE_SIDE_POINTS,
   PdfFlow,
@@ -324,8 +325,11 @@ export async function renderPresentation(
     const size =
       (slide.masterPage === undefined ? undefined : sizes.get(slide.masterPage)) ?? fallback;
     const page = document.addPage([size.width, size.height]);
-    if (document.getPageCount() > 5_000) {
-      throw new Rejection('file_too_large', 'the presentation has more than 5000 slides');
+    if (document.getPageCount() > MAX_DRAWN_PAGES) {
+      throw new Rejection(
+        'file_too_large',
+        `the presentation has more than ${MAX_DRAWN_PAGES} slides to print`,
+      );
     }
     for (const item of slide.items) {
       const top = size.height - item.y;

@@ -8,13 +8,13 @@ import { A4_PAGE, MAX_PAGE_SIDE_POINTS, MIN_PAGE_SIDE_POINTS } from './_flow.ts'
 import { drawPicture, toPicture } from './_pictures.ts';
 
 /** Resolution an SVG is rasterised at on its page, in dots per inch. */
-export const SVG_PRINT_DPI = 200;
+const SVG_PRINT_DPI = 200;
 /**
  * Most pixels one rasterised SVG may have (8 Mi: A4 at 200 dpi is 3.9 million, A3 7.8 million).
  * A larger drawing is rasterised at a lower resolution to fit. Its 24 MiB of samples count
  * against the document's content ceiling when the PDF rebuild reads the page back.
  */
-export const MAX_SVG_RASTER_PIXELS = 8_388_608;
+const MAX_SVG_RASTER_PIXELS = 8_388_608;
 /** Lowest resolution worth drawing at, in dots per inch; below it the SVG is refused. */
 const MIN_SVG_DPI = 9;
 /** librsvg's resolution when sharp's `density` is 72: one SVG user unit is one pixel. */

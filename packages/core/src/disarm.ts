@@ -21,6 +21,7 @@ import type { Limits } from './limits.ts';
 import { mediaTypeOf } from './outcome.ts';
 import type { Outcome } from './outcome.ts';
 import type { Policy } from './policy.ts';
+import { builtinRenderer } from './render/builtin/index.ts';
 import type { Renderer } from './render/renderer.ts';
 import { builtinScanner } from './scan/eicar.ts';
 import type { Scanner } from './scan/scanner.ts';
@@ -55,8 +56,10 @@ export interface DisarmOptions {
   readonly scanners?: readonly Scanner[];
   /**
    * Renderers for the formats returned as PDF (svg, html, htm, ods, odp), asked in order: the
-   * first that lists a document's kind draws it. What it draws is sanitised first and its PDF
-   * rebuilt and verified like a submitted one. Default: none.
+   * first that lists a document's kind draws it. The built-in renderer ({@link builtinRenderer})
+   * always follows them, so a kind none of them lists is still drawn, with less fidelity. What a
+   * renderer draws is sanitised first and its PDF rebuilt and verified like a submitted one.
+   * @default none: the built-in renderer draws every kind
    */
   readonly renderers?: readonly Renderer[];
   /** Abort processing; the call then throws {@link DisarmError} `ERR_TIMEOUT`. */
@@ -104,7 +107,7 @@ export async function disarm(source: DisarmSource, options: DisarmOptions = {}):
       limits,
       policy,
       scanners,
-      renderers: options.renderers ?? [],
+      renderers: [...(options.renderers ?? []), builtinRenderer],
       deadline,
       budget: new ExpansionBudget(limits.maxBytes),
       entries: new EntryBudget(limits.maxEntries),

@@ -28,6 +28,7 @@ export type {
   Renderer,
   RendererStatus,
 } from './render/renderer.ts';
+export { BUILTIN_RENDERER_NAME, builtinRenderer } from './render/builtin/index.ts';
 export {
   createClamdScanner,
   DEFAULT_CLAMD_CONNECT_TIMEOUT_MS,

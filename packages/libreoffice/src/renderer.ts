@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 
 import { DisarmError } from '@disarm/core';
@@ -47,6 +47,8 @@ interface Slot {
 
 const DEFAULT_RENDER_TIMEOUT_MS = 60_000;
 const DEFAULT_START_TIMEOUT_MS = 60_000;
+/** Longest `soffice --version` or the uno import may take when the status is asked. */
+const PROBE_TIMEOUT_MS = 30_000;
 
 /**
  * A warm pool of headless LibreOffice processes that draws disarmed spreadsheets and
@@ -105,6 +107,8 @@ class LibreOfficePool implements Renderer {
   #closed = false;
   /** Instances replaced after they died or ran over their time. */
   #replacements = 0;
+  /** The version probe, asked once (see `#probe`). */
+  #probed: Promise<string | undefined> | undefined;
 
   constructor(
     poolSize: number,
@@ -120,8 +124,8 @@ class LibreOfficePool implements Renderer {
         ? 'a network namespace was required but unshare --net is not permitted here'
         : undefined;
     this.#slots = Array.from({ length: poolSize }, () => ({ instance: undefined, busy: false }));
-    // Warm from the start: the first document does not pay for soffice's start.
-    if (this.#unusable === undefined) for (const slot of this.#slots) void this.#startIn(slot);
+    // soffice starts with the first document, then stays warm: a worker that never sees a
+    // spreadsheet or a presentation never pays for one (about 90 MB and 2 s of CPU each).
   }
 
   async render(input: RenderInput, options: RenderOptions): Promise<Uint8Array> {
@@ -203,23 +207,41 @@ class LibreOfficePool implements Renderer {
     if (this.#unusable !== undefined) {
       return { ...base, ready: false, detail: `${this.#unusable}; ${network}` };
     }
-    try {
-      const instance = await this.#instanceIn(
-        this.#slots[0] ?? { instance: undefined, busy: false },
-      );
-      return {
-        ...base,
-        ready: !this.#closed,
-        version: instance.version,
-        detail: `${this.#instanceOptions.executable}, pool of ${this.#slots.length}; ${network}; ${this.#replacements} replaced`,
-      };
-    } catch (error) {
+    const running = await Promise.all(
+      this.#slots.map(async (slot) => slot.instance?.catch(() => undefined)),
+    );
+    const live = running.find((instance) => instance?.alive === true);
+    const version = live?.version ?? (await this.#probe());
+    if (version === undefined) {
       return {
         ...base,
         ready: false,
-        detail: `${this.#instanceOptions.executable} does not start: ${error instanceof Error ? error.message : String(error)}; ${network}`,
+        detail: `${this.#instanceOptions.executable} or ${this.#instanceOptions.python} with uno not found; ${network}`,
       };
     }
+    return {
+      ...base,
+      ready: !this.#closed,
+      version,
+      detail: `${this.#instanceOptions.executable}, pool of ${this.#slots.length} (${live === undefined ? 'started on the first document' : 'warm'}); ${network}; ${this.#replacements} replaced`,
+    };
+  }
+
+  /**
+   * The version soffice reports and whether the bridge's Python imports uno, asked once without
+   * starting an office process; `undefined` when either is missing.
+   */
+  #probe(): Promise<string | undefined> {
+    this.#probed ??= (async () => {
+      const [office, python] = await Promise.all([
+        run(this.#instanceOptions.executable, ['--version']),
+        run(this.#instanceOptions.python, ['-c', 'import uno']),
+      ]);
+      if (office === undefined || python === undefined) return undefined;
+      // "LibreOffice 7.4.7.2 40(Build:2)": the version is the second word.
+      return /^\S+\s+(\S+)/.exec(office.trim())?.[1] ?? office.trim();
+    })();
+    return this.#probed;
   }
 
   async close(): Promise<void> {
@@ -299,6 +321,15 @@ class LibreOfficePool implements Renderer {
  * Whether soffice can be started in a network namespace of its own: `unshare --net` needs root or
  * unprivileged user namespaces, which containers often forbid.
  */
+/** `command`'s standard output, or `undefined` when it cannot run or fails. */
+function run(command: string, args: readonly string[]): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(command, args, { timeout: PROBE_TIMEOUT_MS }, (error, stdout) => {
+      resolve(error === null ? stdout : undefined);
+    });
+  });
+}
+
 function canIsolateNetwork(): boolean {
   const probe = spawnSync('unshare', ['--net', '--', 'true'], { stdio: 'ignore', timeout: 5_000 });
   return probe.status === 0;

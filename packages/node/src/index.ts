@@ -52,6 +52,14 @@ export {
   STOP_TIMEOUT_MS,
 } from './processing/index.ts';
 export type { Dispatcher, DispatcherOptions, FinishDetails } from './processing/index.ts';
+export {
+  createRenderers,
+  parseRendererSelection,
+  RENDERER_NAMES,
+  RendererUnavailableError,
+  renderersByFormat,
+} from './render/index.ts';
+export type { CreateRenderersOptions, RendererSelection } from './render/index.ts';
 export { createSweeper, SWEEP_BATCH_SIZE, SWEEP_INTERVAL_MS } from './retention/index.ts';
 export type { SweepReport, Sweeper, SweeperOptions } from './retention/index.ts';
 export {

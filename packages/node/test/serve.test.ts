@@ -70,6 +70,26 @@ describe('startServer()', () => {
     await expect(fetch(`${server.storageUrl}/`)).rejects.toThrow();
   });
 
+  it('reports on /readyz which renderer draws each format returned as PDF', async () => {
+    const server = await start({ dataDir: await tempDir(), renderers: ['builtin'] });
+    const ready = await fetch(`${server.apiUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({
+      status: 'ready',
+      renderers: {
+        ods: 'builtin',
+        odp: 'builtin',
+        svg: 'builtin',
+        html: 'builtin',
+        htm: 'builtin',
+      },
+    });
+    await server.close();
+    await expect(
+      startServer({ port: 0, storagePort: 0, dataDir: await tempDir(), renderers: ['gotenberg'] }),
+    ).rejects.toThrow('unknown renderer "gotenberg"');
+  });
+
   it('creates the demo organisation only on an empty store, and keeps its link secret', async () => {
     const dataDir = await tempDir();
     const first = await start({ dataDir });

@@ -64,6 +64,18 @@ export interface DocsAsset {
   readonly contentType: string;
 }
 
+/** What `GET /readyz` answers (see {@link DisarmApiConfig.readiness}). */
+export interface Readiness {
+  /** 200 `ready` when true, else 503 `not ready`. */
+  readonly ready: boolean;
+  /**
+   * Which renderer draws each format returned as PDF, by extension (for example
+   * `{ "svg": "chromium", "ods": "builtin" }`), reported as `renderers`; absent where this
+   * process does not convert.
+   */
+  readonly renderers?: Readonly<Record<string, string>>;
+}
+
 /** How the API is configured. */
 export interface DisarmApiConfig {
   /**
@@ -93,10 +105,11 @@ export interface DisarmApiConfig {
    */
   readonly manualClock?: { advance(milliseconds: number): Date | Promise<Date>; now(): Date };
   /**
-   * Readiness for `GET /readyz` (store reachable, workers up). `GET /healthz` only says the process
-   * answers. @default always ready
+   * Readiness for `GET /readyz` (store reachable, workers up), and what the answer reports
+   * besides. `GET /healthz` only says the process answers. A rejected promise is "not ready".
+   * @default always ready
    */
-  readonly readiness?: () => Promise<boolean>;
+  readonly readiness?: () => Promise<Readiness>;
   /** Files of the `/docs` reference by name (`index.html` and its scripts and styles). */
   readonly docsAssets?: (name: string) => Promise<DocsAsset | undefined>;
   /**

@@ -22,6 +22,7 @@ export type {
   DisarmApiPorts,
   DocsAsset,
   Logger,
+  Readiness,
   RequestSample,
 } from './config.ts';
 export { MAX_REQUEST_ID_CHARS, REQUEST_ID_HEADER } from './http/request-id.ts';

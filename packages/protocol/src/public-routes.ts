@@ -1,6 +1,7 @@
 import type { RouteDefinition } from './api.ts';
 import { PROBLEMS } from './http/problems.ts';
 import type { ProblemCode } from './http/problems.ts';
+import type { Readiness } from './config.ts';
 import type { ApiContext } from './http/context.ts';
 import { jsonResponse } from './http/negotiation.ts';
 import { ProblemError } from './http/problem-error.ts';
@@ -150,9 +151,14 @@ export function publicRoutes(
         GET: {
           auth: 'none',
           handler: async () => {
-            const ready = await api.settings.readiness().catch(() => false);
+            const { ready, renderers } = await api.settings
+              .readiness()
+              .catch((): Readiness => ({ ready: false }));
             return Response.json(
-              { status: ready ? 'ready' : 'not ready' },
+              {
+                status: ready ? 'ready' : 'not ready',
+                ...(renderers === undefined ? {} : { renderers }),
+              },
               { status: ready ? 200 : 503, headers: { 'Cache-Control': 'no-store' } },
             );
           },

@@ -1,3 +1,4 @@
+import { Rejection } from '../_internal/rejection.ts';
 import { DisarmError, isDisarmError } from '../errors.ts';
 import { formatForFileName } from '../formats.ts';
 import { pdfHandler } from '../handlers/pdf/handler.ts';
@@ -5,13 +6,14 @@ import type { DetectedFile, EngineContext, HandlerOutput } from '../handlers/typ
 import type { RenderInput, Renderer } from './renderer.ts';
 
 /**
- * The renderer that draws `kind`: the first of the configured renderers that lists it.
- * @throws {DisarmError} `ERR_NOT_YET_SUPPORTED` when none does.
+ * The renderer that draws `kind`: the first of the configured renderers that lists it. The
+ * built-in renderer, which `disarm()` appends after the configured ones, lists every kind.
+ * @throws {DisarmError} `ERR_INTERNAL` when none does (a context without the built-in renderer).
  */
 export function rendererFor(kind: RenderInput['kind'], context: EngineContext): Renderer {
   const renderer = context.renderers.find((candidate) => candidate.kinds.includes(kind));
   if (renderer === undefined) {
-    throw new DisarmError('ERR_NOT_YET_SUPPORTED', `no renderer is configured for ${kind}`);
+    throw new DisarmError('ERR_INTERNAL', `no renderer is configured for ${kind}`);
   }
   return renderer;
 }
@@ -36,7 +38,8 @@ export async function convertToPdf(
       renderer.render(input, { signal: context.signal, timeoutMs: context.deadline.remainingMs() }),
     );
   } catch (error) {
-    if (isDisarmError(error)) throw error;
+    // A renderer's own refusal of a drawing past its bounds is the file's `file_too_large`.
+    if (isDisarmError(error) || error instanceof Rejection) throw error;
     throw new DisarmError('ERR_INTERNAL', `the ${renderer.name} renderer failed`, {
       cause: error,
     });

@@ -20,9 +20,11 @@ import { toCleanRecord, toHumanLine } from './_report.ts';
 import type { CliContext } from './context.ts';
 import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
 import type { ClamdFlags } from './_clamd.ts';
+import { addRendererOption, assertRenderersReady } from './_renderers.ts';
+import type { RendererFlags } from './_renderers.ts';
 
 /** Flags of `disarm clean`, as commander parses them. */
-interface CleanFlags extends ClamdFlags {
+interface CleanFlags extends ClamdFlags, RendererFlags {
   readonly out: string;
   readonly json?: true;
   readonly concurrency?: number;
@@ -96,6 +98,7 @@ export function registerCleanCommand(program: Command, context: CliContext): voi
       }
     });
   addClamdOptions(command);
+  addRendererOption(command);
 }
 
 async function clean(paths: string[], flags: CleanFlags, context: CliContext): Promise<ExitCode> {
@@ -103,6 +106,7 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const outInfo = await stat(outDir).catch(() => undefined);
   if (outInfo && !outInfo.isDirectory()) throw new UsageError(`--out ${flags.out} is not a folder`);
   const clamd = clamdConfigOf(flags);
+  await assertRenderersReady(flags);
   const out = { path: outDir, display: flags.out };
   const files = planOutputs(await collectInputs(paths, out), out);
   if (files.length === 0) throw new UsageError('no files to clean under the given paths');
@@ -112,6 +116,7 @@ async function clean(paths: string[], flags: CleanFlags, context: CliContext): P
   const pool = createWorkerPool({
     size: Math.min(flags.concurrency ?? availableParallelism(), files.length),
     ...(clamd === undefined ? {} : { clamd }),
+    renderers: flags.renderers,
   });
   const progress = createProgress(
     context.stderr,
@@ -269,6 +274,11 @@ Antivirus (--clamd):
   Every file, archive member, office package part and PDF attachment is also streamed to
   clamd (DISARM_CLAMD in the environment works too). A file clamd cannot scan (down, timed
   out, over its StreamMaxLength) fails, unless --clamd-fail-open lets it through unscanned.
+
+Renderers (--renderers):
+  svg, html, htm, ods and odp are returned as PDF, drawn by the installed renderers (auto)
+  or the ones named, each worker keeping its own warm; the built-in renderer draws what
+  none of them does, with less fidelity. disarm doctor shows which draws each format.
 
 Examples:
   $ disarm clean inbox --out clean

@@ -5,11 +5,12 @@ import { EXIT_CODES } from './_exit-codes.ts';
 import { registerAdminCommand } from './admin.ts';
 import { registerCleanCommand } from './clean.ts';
 import type { CliContext } from './context.ts';
+import { registerDoctorCommand } from './doctor.ts';
 import { registerMigrateCommand } from './migrate.ts';
 import { registerServeCommand } from './serve.ts';
 
 /**
- * The `disarm` program: one sibling module per subcommand (`clean`, `serve`, `migrate`, `admin`).
+ * The `disarm` program: one sibling module per subcommand (`clean`, `serve`, `migrate`, `admin`, `doctor`).
  */
 function createProgram(context: CliContext): Command {
   const program = new Command('disarm')
@@ -28,6 +29,7 @@ function createProgram(context: CliContext): Command {
   registerServeCommand(program, context);
   registerMigrateCommand(program, context);
   registerAdminCommand(program, context);
+  registerDoctorCommand(program, context);
   return program;
 }
 

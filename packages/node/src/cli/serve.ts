@@ -29,6 +29,8 @@ import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
 import type { CliContext } from './context.ts';
 import { addClamdOptions, clamdConfigOf } from './_clamd.ts';
 import type { ClamdFlags } from './_clamd.ts';
+import { addRendererOption } from './_renderers.ts';
+import type { RendererFlags } from './_renderers.ts';
 
 /** Where state lives unless told otherwise: relative to the working directory. */
 export const DEFAULT_DATA_DIR = './.data';
@@ -62,7 +64,7 @@ export interface ClockMessage {
 }
 
 /** Flags of `disarm serve`, as commander parses them (environment already applied). */
-interface ServeFlags extends ClamdFlags {
+interface ServeFlags extends ClamdFlags, RendererFlags {
   readonly port: number;
   readonly storagePort: number;
   readonly host: string;
@@ -285,6 +287,7 @@ export function registerServeCommand(program: Command, context: CliContext): voi
       }
     });
   addClamdOptions(command);
+  addRendererOption(command);
 }
 
 async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
@@ -359,6 +362,7 @@ async function serveWith(
       processing: flags.processing && flags.role === 'all',
       oauth,
       ...(clamd === undefined ? {} : { clamd }),
+      renderers: flags.renderers,
       logger,
     });
   } catch (error) {
@@ -411,6 +415,7 @@ async function serveWorker(
       dataDir: flags.dataDir,
       ...(flags.database === undefined ? {} : { database: flags.database }),
       ...(blobs === undefined ? {} : { blobs }),
+      renderers: flags.renderers,
       workers: flags.workers ?? Math.max(1, availableParallelism()),
       graceSeconds: flags.graceSeconds,
       testMode,
@@ -601,7 +606,7 @@ Environment (a flag given on the command line wins):
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
   DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,
-  DISARM_CLAMD_FAIL_OPEN
+  DISARM_CLAMD_FAIL_OPEN, DISARM_RENDERERS
 
 Data folder (--data-dir):
   disarm.sqlite                 organisations, key hashes, documents, the queue, charges

@@ -8,6 +8,11 @@ import type { ClamdConfig, JobResult } from './types.ts';
 
 /** Environment variable that asks a worker to report its resident set every N ms (non-Linux). */
 export const MEMORY_REPORT_ENV = 'DISARM_WORKER_MEMORY_REPORT_MS';
+/**
+ * Environment variable that tells a worker which renderers to keep (`auto` or names separated by
+ * commas, as `parseRendererSelection` reads them); always set by the pool.
+ */
+export const RENDERERS_ENV = 'DISARM_WORKER_RENDERERS';
 
 /** Parent -> worker: process one file. */
 export interface JobMessage {

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { CAN_READ_PROC_STATUS } from './_memory.ts';
-import { MEMORY_REPORT_ENV } from './_protocol.ts';
+import { MEMORY_REPORT_ENV, RENDERERS_ENV } from './_protocol.ts';
 
 /** How often a worker reports its resident set where the parent cannot read `/proc`. */
 export const MEMORY_SAMPLE_INTERVAL_MS = 100;
@@ -24,6 +24,8 @@ export interface ForkSettings {
   /** `--max-old-space-size`, in MiB. */
   readonly heapLimitMiB: number;
   readonly output: 'stderr' | 'ignore';
+  /** The renderers the worker keeps, as {@link RENDERERS_ENV} carries them. */
+  readonly renderers: string;
 }
 
 /** Absolute path of a worker module given as a path or a `file:` URL. */
@@ -54,6 +56,7 @@ export function forkWorker(settings: ForkSettings): ChildProcess {
       VIPS_CONCURRENCY: '1',
       ...process.env,
       ...(CAN_READ_PROC_STATUS ? {} : { [MEMORY_REPORT_ENV]: String(MEMORY_SAMPLE_INTERVAL_MS) }),
+      [RENDERERS_ENV]: settings.renderers,
     },
   });
 }

@@ -5,6 +5,8 @@ import { resolve } from 'node:path';
 import { createClamdScanner, FINDING_KINDS, resolveLimits } from '@disarm/core';
 import type { FindingKind, Policy, PolicyAction } from '@disarm/core';
 
+import { parseRendererSelection } from '../render/renderers.ts';
+import type { RendererSelection } from '../render/renderers.ts';
 import { CAN_READ_PROC_STATUS, readRssBytes } from './_memory.ts';
 import { isWorkerMessage } from './_protocol.ts';
 import type { JobMessage } from './_protocol.ts';
@@ -70,6 +72,8 @@ interface PoolSettings {
   readonly modulePath: string;
   readonly output: 'stderr' | 'ignore';
   readonly clamd: ClamdConfig | null;
+  /** {@link WorkerPoolOptions.renderers}, as the workers' environment carries it. */
+  readonly renderers: string;
 }
 
 /**
@@ -123,7 +127,15 @@ function toSettings(options: WorkerPoolOptions): PoolSettings {
     modulePath: resolve(toModulePath(workerModule)),
     output,
     clamd: checkClamd(options.clamd),
+    renderers: checkRenderers(options.renderers ?? 'auto'),
   };
+}
+
+/** A selection written as the workers read it; an unknown name is the caller's `TypeError`. */
+function checkRenderers(selection: RendererSelection): string {
+  const written = selection === 'auto' ? 'auto' : selection.join(',');
+  parseRendererSelection(written);
+  return written;
 }
 
 /**
@@ -316,6 +328,7 @@ class ProcessPool implements WorkerPool {
         Math.floor((this.#settings.memoryLimitBytes * HEAP_SHARE_OF_MEMORY_LIMIT) / MIB_BYTES),
       ),
       output: this.#settings.output,
+      renderers: this.#settings.renderers,
     });
     let markExited = (): void => undefined;
     const worker: WorkerSlot = {

@@ -10,11 +10,29 @@ import {
   disarm as coreDisarm,
   isDisarmError,
 } from '@disarm/core';
-import type { CleanedOutcome, DisarmOptions, DisarmSource, Outcome, Scanner } from '@disarm/core';
+import type {
+  CleanedOutcome,
+  DisarmOptions,
+  DisarmSource,
+  Outcome,
+  Renderer,
+  Scanner,
+} from '@disarm/core';
 
-import { isParentMessage, MEMORY_REPORT_ENV } from './_protocol.ts';
+import {
+  createRenderers,
+  parseRendererSelection,
+  RendererUnavailableError,
+} from '../render/renderers.ts';
+import { isParentMessage, MEMORY_REPORT_ENV, RENDERERS_ENV } from './_protocol.ts';
 import type { JobMessage, WorkerMessage } from './_protocol.ts';
 import type { ClamdConfig, JobResult } from './types.ts';
+
+/**
+ * How long a worker that is exiting lets its renderers close (their browser or office processes
+ * stop) before it exits anyway.
+ */
+const RENDERER_CLOSE_TIMEOUT_MS = 5_000;
 
 /** The engine entry point a worker calls; `disarm` from `@disarm/core` unless replaced. */
 export type DisarmFunction = (source: DisarmSource, options: DisarmOptions) => Promise<Outcome>;
@@ -25,7 +43,8 @@ export interface StartWorkerOptions {
    * The engine call, e.g. core's `disarm` with extra scanners bound in. Scanners and other
    * functions cannot cross the IPC channel, so a worker module is where they are configured.
    * With the pool's `clamd` option, `options.scanners` holds the built-in and clamd scanners;
-   * keep them when adding yours.
+   * keep them when adding yours. `options.renderers` holds the pool's renderers, which live as
+   * long as the worker.
    * @default `disarm` from `@disarm/core`
    */
   readonly disarm?: DisarmFunction;
@@ -54,6 +73,7 @@ export function startWorker(options: StartWorkerOptions = {}): void {
   const run = options.disarm ?? coreDisarm;
   const running = new Map<number, AbortController>();
   const scanners = new ScannerCache();
+  const renderers = startRenderers();
   const reply = (message: WorkerMessage): void => {
     // The parent may be gone (killed, closing); there is no one left to tell.
     send(message, undefined, undefined, () => undefined);
@@ -67,13 +87,21 @@ export function startWorker(options: StartWorkerOptions = {}): void {
     }
     const controller = new AbortController();
     running.set(message.id, controller);
-    void runJob(run, message, scanners.for(message.clamd), controller.signal).then((result) => {
+    const engine = { scanners: scanners.for(message.clamd), renderers };
+    void runJob(run, message, engine, controller.signal).then((result) => {
       running.delete(message.id);
       reply({ type: 'result', id: message.id, result });
     });
   });
-  // The pool closed or the parent died: nothing more will come.
-  process.on('disconnect', () => process.exit(0));
+  // The pool closed or the parent died: nothing more will come. The renderers' processes stop
+  // with the worker.
+  process.on('disconnect', () => {
+    const timer = setTimeout(() => process.exit(0), RENDERER_CLOSE_TIMEOUT_MS);
+    void closeRenderers(renderers).finally(() => {
+      clearTimeout(timer);
+      process.exit(0);
+    });
+  });
   // An interactive Ctrl-C reaches the whole process group; the parent decides what stops.
   process.on('SIGINT', () => undefined);
   reportMemory(reply);
@@ -107,20 +135,45 @@ class ScannerCache {
   }
 }
 
+/**
+ * The renderers the pool chose ({@link RENDERERS_ENV}), created once for the worker's life. A
+ * selection that cannot be met settles as the error every job then fails with.
+ */
+function startRenderers(): Promise<Renderer[]> {
+  const created = (async () =>
+    createRenderers({ selection: parseRendererSelection(process.env[RENDERERS_ENV] ?? 'auto') }))();
+  // Reported by each job that needs the renderers, not as an unhandled rejection.
+  created.catch(() => undefined);
+  return created;
+}
+
+async function closeRenderers(renderers: Promise<Renderer[]>): Promise<void> {
+  const created = await renderers.catch(() => []);
+  await Promise.allSettled(created.map((renderer) => renderer.close()));
+}
+
+/** What the engine of a job is given besides the file: the worker's scanners and renderers. */
+interface JobEngine {
+  readonly scanners: readonly Scanner[] | undefined;
+  readonly renderers: Promise<Renderer[]>;
+}
+
 async function runJob(
   run: DisarmFunction,
   job: JobMessage,
-  scanners: readonly Scanner[] | undefined,
+  engine: JobEngine,
   signal: AbortSignal,
 ): Promise<JobResult> {
   let outcome: Outcome;
   try {
+    const { scanners } = engine;
     outcome = await run(
       { path: job.inputPath, fileName: job.fileName },
       {
         limits: job.limits,
         policy: job.policy,
         signal,
+        renderers: await engine.renderers,
         ...(scanners === undefined ? {} : { scanners }),
       },
     );
@@ -201,7 +254,9 @@ function errorCode(error: unknown): unknown {
  * its errno code (`ENOENT`), never a stack or a message that could carry more.
  */
 function describeFault(error: unknown): string {
-  if (error instanceof OutputExistsError) return error.message;
+  if (error instanceof OutputExistsError || error instanceof RendererUnavailableError) {
+    return error.message;
+  }
   if (isDisarmError(error)) {
     const code = errorCode(error.cause);
     return typeof code === 'string' ? `${error.message} (${code})` : error.message;

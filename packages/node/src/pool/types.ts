@@ -7,6 +7,8 @@ import type {
   RejectionReason,
 } from '@disarm/core';
 
+import type { RendererSelection } from '../render/renderers.ts';
+
 /**
  * Where the workers find ClamAV's clamd and how far to trust it: {@link ClamdScannerOptions}
  * without `onSkipped` (a function cannot reach a worker process; a worker reports a file it
@@ -136,6 +138,16 @@ export interface WorkerPoolOptions {
    * @default no clamd: the built-in EICAR scanner only
    */
   readonly clamd?: ClamdConfig;
+  /**
+   * Renderers for the formats returned as PDF (svg, html, htm, ods, odp), which each worker
+   * creates when it starts and keeps warm across documents, closing them when it exits: `auto`,
+   * every installed one, or names in the order to ask them (see `RENDERER_NAMES`). The engine's
+   * built-in renderer always follows them. A named renderer that is not ready fails the jobs
+   * (`internal_error`) rather than quietly drawing with less fidelity; `createRenderers` run
+   * before starting a pool tells that up front.
+   * @default 'auto'
+   */
+  readonly renderers?: RendererSelection;
   /**
    * Where workers' stdout and stderr go: the parent's stderr (default), or nowhere. Workers never
    * write to the parent's stdout, so a CLI can keep stdout for results.

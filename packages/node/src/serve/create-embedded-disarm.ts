@@ -15,6 +15,8 @@ import { createManualClock } from '../clock/manual-clock.ts';
 import type { ManualClock } from '../clock/manual-clock.ts';
 import { systemClock } from '../clock/system-clock.ts';
 import { createWorkerPool } from '../pool/create-worker-pool.ts';
+import { createRenderers, renderersByFormat } from '../render/renderers.ts';
+import type { RendererSelection } from '../render/renderers.ts';
 import type { ClamdConfig } from '../pool/types.ts';
 import { createMetrics, METRICS_PATH } from '../metrics/create-metrics.ts';
 import { createDispatcher } from '../processing/create-dispatcher.ts';
@@ -125,6 +127,14 @@ export interface EmbeddedDisarmOptions {
    * volumes, failure rates and queue depth are. @default none
    */
   readonly metricsToken?: string;
+  /**
+   * Renderers for the formats returned as PDF (svg, html, htm, ods, odp): `auto`, every installed
+   * one, or names in the order to ask them; the engine's built-in renderer always follows them.
+   * Each worker keeps its renderers warm across documents. `/readyz` reports which renderer draws
+   * each format. Only processing uses them: with `processing: false` they are not consulted.
+   * @default 'auto'
+   */
+  readonly renderers?: RendererSelection;
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
   /**
@@ -228,7 +238,8 @@ export function hashAdminToken(token: string): string {
  * await disarm.start();
  * ```
  * @throws {Error} (rejected) when the data folder cannot be used or the workers cannot start;
- *   whatever had started is stopped again.
+ *   whatever had started is stopped again. `RendererUnavailableError` when a renderer named in
+ *   `renderers` is not ready.
  * @throws {TypeError} (rejected) when `publicBaseUrl` or `storageBaseUrl` is not an absolute
  *   http(s) URL.
  */
@@ -271,8 +282,13 @@ export async function createEmbeddedDisarm(
     logger.info({ database: describeDatabase(database) }, 'state store open');
     const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());
 
+    const selection = options.renderers ?? 'auto';
+    // The workers make the same choice; asking here tells a missing renderer before any document
+    // is accepted, and what `/readyz` reports.
+    const renderers = options.processing === false ? undefined : await rendererReport(selection);
     const pool = createWorkerPool({
       size: options.workers ?? Math.max(1, availableParallelism()),
+      renderers: selection,
       ...(options.workerModule === undefined ? {} : { workerModule: options.workerModule }),
       ...(options.clamd === undefined ? {} : { clamd: options.clamd }),
     });
@@ -360,19 +376,22 @@ export async function createEmbeddedDisarm(
             }
           : {}),
         readiness: async () => {
-          if (!running || stopped || !poolOpen || pool.stats().size < 1) return false;
+          const report = renderers === undefined ? {} : { renderers };
+          if (!running || stopped || !poolOpen || pool.stats().size < 1) {
+            return { ready: false, ...report };
+          }
           try {
             await store.getOrganisation('org_readiness_probe', clock.now());
           } catch (error) {
             logger.error({ err: error }, 'readiness: the state store is unreachable');
-            return false;
+            return { ready: false, ...report };
           }
           try {
             await clamdProbe?.ping();
-            return true;
+            return { ready: true, ...report };
           } catch (error) {
             logger.error({ err: error }, 'readiness: clamd does not answer');
-            return false;
+            return { ready: false, ...report };
           }
         },
         docsAssets: createSwaggerUiAssets(),
@@ -464,6 +483,19 @@ export async function createEmbeddedDisarm(
   } catch (error) {
     await cleanUp();
     throw error;
+  }
+}
+
+/**
+ * Which renderer draws each format under `selection`, as the workers will have it.
+ * @throws {RendererUnavailableError} (rejected) when a named renderer is not ready.
+ */
+async function rendererReport(selection: RendererSelection): Promise<Record<string, string>> {
+  const renderers = await createRenderers({ selection });
+  try {
+    return renderersByFormat(await Promise.all(renderers.map((renderer) => renderer.status())));
+  } finally {
+    await Promise.all(renderers.map((renderer) => renderer.close()));
   }
 }
 

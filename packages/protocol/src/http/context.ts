@@ -1,6 +1,6 @@
 import type { ApiKeyCache } from '../auth/api-key-cache.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { ApiObserver, DisarmApiConfig, DocsAsset, Logger } from '../config.ts';
+import type { ApiObserver, DisarmApiConfig, DocsAsset, Logger, Readiness } from '../config.ts';
 import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from '../ports.ts';
 
 /** The API's configuration with every default resolved. */
@@ -13,7 +13,7 @@ export interface ApiSettings {
   readonly helpUrl: string;
   readonly adminTokenHashes: ReadonlySet<string>;
   readonly manualClock: DisarmApiConfig['manualClock'];
-  readonly readiness: () => Promise<boolean>;
+  readonly readiness: () => Promise<Readiness>;
   readonly docsAssets: ((name: string) => Promise<DocsAsset | undefined>) | undefined;
 }
 
@@ -83,7 +83,7 @@ export function resolveSettings(config: DisarmApiConfig): ApiSettings {
     helpUrl: config.helpUrl ?? `${publicBaseUrl}/docs`,
     adminTokenHashes: new Set((config.adminTokenHashes ?? []).map((hash) => hash.toLowerCase())),
     manualClock: config.manualClock,
-    readiness: config.readiness ?? (() => Promise.resolve(true)),
+    readiness: config.readiness ?? (() => Promise.resolve({ ready: true })),
     docsAssets: config.docsAssets,
   };
 }

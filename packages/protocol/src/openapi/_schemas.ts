@@ -655,7 +655,18 @@ const clockNow: SchemaObject = {
 const healthStatus: SchemaObject = {
   type: 'object',
   required: ['status'],
-  properties: { status: { type: 'string', enum: ['ok', 'ready', 'not ready'] } },
+  properties: {
+    status: { type: 'string', enum: ['ok', 'ready', 'not ready'] },
+    renderers: {
+      type: 'object',
+      description:
+        "Readiness only: which renderer draws each format returned as PDF, by extension (`chromium`, `libreoffice`, or `builtin`, the engine's own lower-fidelity renderer). Absent where the process does not convert documents.",
+      additionalProperties: { type: 'string' },
+      examples: [
+        { svg: 'chromium', html: 'chromium', htm: 'chromium', ods: 'builtin', odp: 'builtin' },
+      ],
+    },
+  },
 };
 
 // ─── OAuth ──────────────────────────────────────────────────────────────────────────────────

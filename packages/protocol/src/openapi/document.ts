@@ -836,7 +836,9 @@ function metaPaths(): Record<string, PathItemObject> {
         operationId: 'getReadiness',
         summary: 'Readiness: the store is reachable and workers are up',
         responses: {
-          '200': health('`{"status": "ready"}`.'),
+          '200': health(
+            '`{"status": "ready", "renderers": {"svg": "builtin", …}}`: `renderers` names the renderer of each format returned as PDF.',
+          ),
           '503': {
             description:
               'Not ready (`{"status": "not ready"}`), or shutting down (ServiceUnavailable).',

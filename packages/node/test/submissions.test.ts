@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { buildImage } from '@disarm/fixtures';
+import { buildImage, buildOdf } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestServer } from './_server.ts';
@@ -542,15 +542,13 @@ describe('usage headers of a sync document that failed', () => {
   });
 
   it('do not count a failed, refunded document (tier and pay-as-you-go)', async () => {
-    // SVG is on the allowlist, detected and scanned, but its rebuild has not shipped: failed.
-    const svg = new TextEncoder().encode(
-      '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>',
-    );
+    // ODS is on the allowlist, detected and scanned, but its conversion has not shipped: failed.
+    const ods = new Uint8Array(await buildOdf('ods'));
     const submit = (key: string) =>
-      fetch(`${processing.apiUrl}/v1/documents?wait=true&filename=drawing.svg`, {
+      fetch(`${processing.apiUrl}/v1/documents?wait=true&filename=sheet.ods`, {
         method: 'POST',
         headers: { 'X-Api-Key': key, 'Content-Type': 'application/octet-stream' },
-        body: svg,
+        body: ods,
       });
     const tier = await processing.createOrganisation('starter');
     const tierResponse = await submit(tier.apiKey);

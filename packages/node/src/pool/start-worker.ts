@@ -10,7 +10,16 @@ import {
   disarm as coreDisarm,
   isDisarmError,
 } from '@disarm/core';
-import type { CleanedOutcome, DisarmOptions, DisarmSource, Outcome, Scanner } from '@disarm/core';
+import type {
+  CleanedOutcome,
+  DisarmOptions,
+  DisarmSource,
+  Outcome,
+  Renderer,
+  Scanner,
+} from '@disarm/core';
+
+import { createRenderers } from '../render/renderers.ts';
 
 import { isParentMessage, MEMORY_REPORT_ENV } from './_protocol.ts';
 import type { JobMessage, WorkerMessage } from './_protocol.ts';
@@ -54,6 +63,8 @@ export function startWorker(options: StartWorkerOptions = {}): void {
   const run = options.disarm ?? coreDisarm;
   const running = new Map<number, AbortController>();
   const scanners = new ScannerCache();
+  // Kept warm across jobs: a browser or office process is started once per worker, not per file.
+  const renderers = createRenderers();
   const reply = (message: WorkerMessage): void => {
     // The parent may be gone (killed, closing); there is no one left to tell.
     send(message, undefined, undefined, () => undefined);
@@ -67,13 +78,21 @@ export function startWorker(options: StartWorkerOptions = {}): void {
     }
     const controller = new AbortController();
     running.set(message.id, controller);
-    void runJob(run, message, scanners.for(message.clamd), controller.signal).then((result) => {
-      running.delete(message.id);
-      reply({ type: 'result', id: message.id, result });
-    });
+    void renderers
+      .then((started) =>
+        runJob(run, message, scanners.for(message.clamd), started, controller.signal),
+      )
+      .then((result) => {
+        running.delete(message.id);
+        reply({ type: 'result', id: message.id, result });
+      });
   });
-  // The pool closed or the parent died: nothing more will come.
-  process.on('disconnect', () => process.exit(0));
+  // The pool closed or the parent died: nothing more will come. The renderers' programs go too.
+  process.on('disconnect', () => {
+    void renderers
+      .then((started) => Promise.allSettled(started.map((renderer) => renderer.close())))
+      .finally(() => process.exit(0));
+  });
   // An interactive Ctrl-C reaches the whole process group; the parent decides what stops.
   process.on('SIGINT', () => undefined);
   reportMemory(reply);
@@ -111,6 +130,7 @@ async function runJob(
   run: DisarmFunction,
   job: JobMessage,
   scanners: readonly Scanner[] | undefined,
+  renderers: readonly Renderer[],
   signal: AbortSignal,
 ): Promise<JobResult> {
   let outcome: Outcome;
@@ -121,6 +141,7 @@ async function runJob(
         limits: job.limits,
         policy: job.policy,
         signal,
+        renderers,
         ...(scanners === undefined ? {} : { scanners }),
       },
     );

@@ -102,6 +102,16 @@ describe('the markup sanitiser', () => {
     );
   });
 
+  it('draws an <svg> root in a foreign default namespace as the empty page a browser shows', () => {
+    const svg =
+      '<svg xmlns="http://www.w3.org/1337/svg" width="128" viewBox="0 0 64 32"><script/><rect width="9" height="9"/></svg>';
+    const { markup } = sanitise(Buffer.from(svg), 'svg');
+    expect(markup).toBe(
+      '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="128" height="64" viewBox="0 0 64 32"></svg>',
+    );
+    expect(findForbiddenSvg(markup)).toBeUndefined();
+  });
+
   it('refuses an SVG whose DOCTYPE declares entities, never expanding them', () => {
     for (const vector of svgEntityVectors(ORIGIN)) {
       const rejection = rejectionOf(() => sanitise(vector.bytes, 'svg'));

@@ -67,36 +67,43 @@ export function sanitiseSvg(text: string, findings: FindingTally): SanitisedSvg 
         throw tooLarge(`the SVG nests elements deeper than ${MAX_MARKUP_DEPTH} levels`);
       }
       if (skipping !== undefined) return;
+      const root = ancestors.length === 0;
       const name = svgName(element);
-      if (name === undefined) {
+      if (root) {
+        size = drawingSize(element);
+        if (size.width > MAX_SVG_SIDE_PX || size.height > MAX_SVG_SIDE_PX) {
+          throw tooLarge(
+            `the SVG is drawn ${Math.round(size.width)}x${Math.round(size.height)} px; the limit is ${MAX_SVG_SIDE_PX} px a side`,
+          );
+        }
+        out.push(`<svg xmlns="${SVG_NAMESPACE}" xmlns:xlink="${XLINK_NAMESPACE}"`);
+        out.push(` width="${size.width}" height="${size.height}"`);
+      } else if (name === undefined) {
         countDropped(element, findings);
         skipping = depth;
         return;
-      }
-      if (ancestors.length === 0) size = drawingSize(element);
-      out.push(`<${name}`);
-      if (ancestors.length === 0) {
-        const { width, height } = size ?? DEFAULT_SIZE_PX;
-        out.push(` xmlns="${SVG_NAMESPACE}" xmlns:xlink="${XLINK_NAMESPACE}"`);
-        out.push(` width="${width}" height="${height}"`);
+      } else {
+        out.push(`<${name}`);
       }
       for (const attribute of element.attributes) {
         // The root is written at the size it is drawn at, in pixels, for the renderer's page.
-        if (
-          ancestors.length === 0 &&
-          attribute.uri === '' &&
-          /^(?:width|height)$/.test(attribute.local)
-        )
-          continue;
-        const kept = keptAttribute(name, attribute, findings);
+        if (root && attribute.uri === '' && /^(?:width|height)$/.test(attribute.local)) continue;
+        const kept = keptAttribute(name ?? 'svg', attribute, findings);
         if (kept !== undefined) out.push(` ${kept[0]}="${escapeXml(kept[1])}"`);
       }
       out.push('>');
+      // An <svg> root in another namespace (a bogus default namespace) is no SVG to a browser,
+      // which draws nothing of it: an empty page, as it would show.
+      if (root && name === undefined) skipping = depth;
       if (name === 'style') styleText = [];
     },
     close(element) {
       const closing = depth;
       depth -= 1;
+      if (closing === 1) {
+        out.push('</svg>');
+        return;
+      }
       if (skipping !== undefined) {
         if (closing === skipping) skipping = undefined;
         return;
@@ -116,11 +123,6 @@ export function sanitiseSvg(text: string, findings: FindingTally): SanitisedSvg 
   });
   reader.read();
   const { width, height } = size ?? DEFAULT_SIZE_PX;
-  if (width > MAX_SVG_SIDE_PX || height > MAX_SVG_SIDE_PX) {
-    throw tooLarge(
-      `the SVG is drawn ${Math.round(width)}x${Math.round(height)} px; the limit is ${MAX_SVG_SIDE_PX} px a side`,
-    );
-  }
   return { markup: out.join(''), width, height };
 }
 
@@ -184,9 +186,21 @@ function drawingSize(root: XmlElementNode): { width: number; height: number } {
     .map(Number);
   const boxWidth = box.length === 4 && box[2] !== undefined && box[2] > 0 ? box[2] : undefined;
   const boxHeight = box.length === 4 && box[3] !== undefined && box[3] > 0 ? box[3] : undefined;
-  const width = toPixels(attribute('width')) ?? boxWidth ?? DEFAULT_SIZE_PX.width;
-  const height = toPixels(attribute('height')) ?? boxHeight ?? DEFAULT_SIZE_PX.height;
-  return { width, height };
+  const width = toPixels(attribute('width'));
+  const height = toPixels(attribute('height'));
+  // SVG 2 §8.2: a side left unsaid follows the view box's aspect ratio.
+  const ratio =
+    boxWidth !== undefined && boxHeight !== undefined ? boxHeight / boxWidth : undefined;
+  if (width !== undefined && height === undefined && ratio !== undefined) {
+    return { width, height: width * ratio };
+  }
+  if (height !== undefined && width === undefined && ratio !== undefined) {
+    return { width: height / ratio, height };
+  }
+  return {
+    width: width ?? boxWidth ?? DEFAULT_SIZE_PX.width,
+    height: height ?? boxHeight ?? DEFAULT_SIZE_PX.height,
+  };
 }
 
 /** A length attribute in CSS pixels, or `undefined` for a percentage, `auto` or nonsense. */

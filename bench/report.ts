@@ -70,6 +70,8 @@ export const OTHER_BENCHMARKS = [
   '  `npm run bench:office` -> [RESULTS-office.md](RESULTS-office.md).',
   '- Word, Excel and PowerPoint 97-2003 (doc, xls, ppt) against a plain `cfb` read + write and',
   '  LibreOffice re-saving them: `npm run bench:cfb` -> [RESULTS-cfb.md](RESULTS-cfb.md).',
+  '- html, htm and svg converted to PDF by a warm headless Chromium against a Chromium started',
+  '  per file: `npm run bench:render` -> [RESULTS-render.md](RESULTS-render.md).',
   '- Hostile archives (nested member budgets, bombs, shared entries), time and peak memory:',
   '  `npm run bench:archives` -> [ARCHIVES.md](ARCHIVES.md).',
   '- Adversarial images (decode-cost estimates against pixel and RLE bombs), peak memory:',

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { DisarmError } from '@disarm/core';
 import type { RenderInput, RenderOptions, Renderer, RendererStatus } from '@disarm/core';
 import { chromium } from 'playwright-core';
-import type { Browser, BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /** Where Debian's `chromium` package installs the browser. */
 export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
@@ -14,6 +14,12 @@ export const DEFAULT_LAUNCH_TIMEOUT_MS = 30_000;
 
 /** Margin of a page whose document sets none with `@page` (Chromium's own print default). */
 const DEFAULT_MARGIN = '10mm';
+
+/** A page of a fresh browser context, never used before. */
+interface FreshPage {
+  readonly context: BrowserContext;
+  readonly page: Page;
+}
 
 /** Options of {@link createChromiumRenderer}. */
 export interface ChromiumRendererOptions {
@@ -86,7 +92,8 @@ function svgSize(markup: string): { width: number; height: number } {
  *
  * One browser is started on the first render and kept warm; each document gets a fresh
  * isolated context (no cookie, cache or storage shared) with JavaScript disabled, service
- * workers blocked and every request aborted, and a Content Security Policy that allows only
+ * workers blocked and every request aborted (prepared while the renderer waits for the next
+ * document), and a Content Security Policy that allows only
  * inline images. Page size and margins follow the document's `@page` rule, A4 with 10 mm margins
  * otherwise; an SVG is drawn inline on a page of its own size, so it stays vectors. A render that
  * outlives its time budget or its signal closes its context and fails with `ERR_TIMEOUT`; a
@@ -128,6 +135,36 @@ export function createChromiumRenderer(options: ChromiumRendererOptions = {}): R
     return starting;
   };
 
+  /**
+   * A page in a context of its own, prepared after the previous render so the next document does
+   * not wait for it (a context costs about as much as printing a short page). It is used once.
+   */
+  let spare: Promise<FreshPage> | undefined;
+
+  async function openPage(): Promise<FreshPage> {
+    const started = await browser();
+    const context = await started.newContext({
+      javaScriptEnabled: false,
+      serviceWorkers: 'block',
+      acceptDownloads: false,
+    });
+    await context.route('**/*', (route) => route.abort('blockedbyclient'));
+    return { context, page: await context.newPage() };
+  }
+
+  async function takePage(): Promise<FreshPage> {
+    const ready = await spare?.catch(() => undefined);
+    spare = undefined;
+    // A spare of a browser that died since is no use.
+    return ready !== undefined && !ready.page.isClosed() ? ready : openPage();
+  }
+
+  function prepareSpare(): void {
+    if (closed || spare !== undefined) return;
+    spare = openPage();
+    spare.catch(() => undefined);
+  }
+
   async function render(
     input: RenderInput,
     { signal, timeoutMs }: RenderOptions,
@@ -146,14 +183,9 @@ export function createChromiumRenderer(options: ChromiumRendererOptions = {}): R
       signal.addEventListener('abort', onAbort, { once: true });
     });
     const work = (async () => {
-      const started = await browser();
-      context = await started.newContext({
-        javaScriptEnabled: false,
-        serviceWorkers: 'block',
-        acceptDownloads: false,
-      });
-      await context.route('**/*', (route) => route.abort('blockedbyclient'));
-      const page = await context.newPage();
+      const fresh = await takePage();
+      context = fresh.context;
+      const { page } = fresh;
       page.setDefaultTimeout(timeoutMs);
       await page.setContent(html, { waitUntil: 'load' });
       return page.pdf({
@@ -185,6 +217,7 @@ export function createChromiumRenderer(options: ChromiumRendererOptions = {}): R
         context?.close().catch(() => undefined) ?? Promise.resolve();
       if (context === undefined) void work.then(close, close);
       else await close();
+      prepareSpare();
     }
   }
 
@@ -212,6 +245,9 @@ export function createChromiumRenderer(options: ChromiumRendererOptions = {}): R
     },
     async close(): Promise<void> {
       closed = true;
+      const unused = spare;
+      spare = undefined;
+      await (await unused?.catch(() => undefined))?.context.close().catch(() => undefined);
       const running = starting;
       starting = undefined;
       if (running !== undefined) await (await running.catch(() => undefined))?.close();

@@ -15,6 +15,7 @@ import {
   EXECUTION_MARKER,
   findPdfActiveContent,
   markupVectors,
+  qpdfObjects,
 } from '@disarm/fixtures';
 import { chromium } from 'playwright-core';
 import sharp from 'sharp';
@@ -156,6 +157,22 @@ describe('the chromium renderer', () => {
       'a5.pdf',
     );
     expect(pdfPages(a5)).toEqual({ pages: 1, size: '420 x 594.96' });
+  });
+
+  it('keeps links to the web and to mail as links of the PDF', async () => {
+    const page = buildHtmlPage(
+      '<a href="https://example.com/q3">source</a> <a href="mailto:desk@example.com">desk</a>',
+    );
+    const outcome = cleanedPdf(
+      await disarm({ bytes: Buffer.from(page), fileName: 'l.html' }, { renderers: [renderer] }),
+    );
+    const uris = JSON.stringify(qpdfObjects(saved(outcome.bytes, 'links.pdf'))).match(
+      /"\/URI":"[^"]*"/g,
+    );
+    expect(uris?.sort()).toEqual([
+      '"/URI":"u:https://example.com/q3"',
+      '"/URI":"u:mailto:desk@example.com"',
+    ]);
   });
 
   it('draws an SVG on a page of its size, as vectors', async () => {

@@ -49,7 +49,7 @@ const FORBIDDEN_ELEMENTS = new Set([
 
 /** CSS that loads or runs, once escapes and comments are out of the way. */
 const ACTIVE_CSS =
-  /@import|@font-face|expression\(|behavior|-moz-binding|image-set\(|\bimage\(|cross-fade\(|element\(|\bsrc\(/;
+  /@import|@font-face|expression\(|behavior\s*:|-moz-binding\s*:|image-set\(|\bimage\(|cross-fade\(|element\(|\bsrc\(/;
 
 function cssProblem(css: string): string | undefined {
   const decoded = css

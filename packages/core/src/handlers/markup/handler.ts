@@ -7,6 +7,7 @@ import { VerifyFailure } from '../types.ts';
 import { decodeHtml } from './charset.ts';
 import { findForbiddenHtml, findForbiddenSvg } from './check.ts';
 import { sanitiseHtml } from './html.ts';
+import { rebuildInlineImages } from './images.ts';
 import { countStartTags, MAX_MARKUP_BYTES, MAX_MARKUP_ELEMENTS, tooLarge } from './limits.ts';
 import { sanitiseSvg } from './svg.ts';
 
@@ -41,7 +42,11 @@ export function sanitiseMarkup(
 
 async function rebuildMarkup(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
   const findings = new FindingTally();
-  const rendered = sanitiseMarkup(input, findings);
+  const sanitised = sanitiseMarkup(input, findings);
+  const rendered = {
+    ...sanitised,
+    markup: await rebuildInlineImages(sanitised.markup, input, context, findings),
+  };
   const output = await convertToPdf(rendered, input, findings.toArray(), context);
   RENDERED.set(output, rendered);
   return output;

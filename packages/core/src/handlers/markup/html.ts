@@ -23,7 +23,7 @@ type Element = DefaultTreeAdapterMap['element'];
 const EMBEDDING = new Set(['iframe', 'frame', 'frameset', 'object', 'embed', 'applet', 'portal']);
 /** Elements that load, submit or navigate, reported as external resources. */
 const LOADING = new Set(['link', 'base', 'form', 'audio', 'video', 'source', 'track', 'feimage']);
-/** Attributes holding an address, looked at by the sanitiser and the check before release. */
+/** Attributes holding an address: each is kept only where {@link isAllowedAddress} allows it. */
 const ADDRESS_ATTRIBUTES = new Set([
   'src',
   'href',
@@ -71,7 +71,6 @@ const DROPPED_WITH_CONTENT = [
   'math',
   'foreignobject',
   'plaintext',
-  'title',
 ];
 
 const SANITIZE_OPTIONS: sanitizeHtml.IOptions = {

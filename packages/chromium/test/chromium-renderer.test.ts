@@ -202,41 +202,62 @@ describe('the chromium renderer', () => {
     expect(outcome.findings.map((finding) => finding.kind)).toContain('script');
   });
 
-  it('renders close to what the browser shows of the sanitised page', async () => {
-    const markup = buildHtmlPage(
-      '<h1 style="color:#036">Figures</h1><table border="1"><tr><td style="background:#fc0">Q1</td><td>12</td></tr></table>',
-      '<style>@page { size: 800px 600px; margin: 0 } body { margin: 20px; font: 24px sans-serif }</style>',
-    );
-    const pdf = saved(await renderer.render({ kind: 'html', markup }, options()), 'visual.pdf');
-    execFileSync('pdftoppm', ['-r', '96', '-png', '-singlefile', pdf, join(work, 'visual')]);
-    const printed = await sharp(join(work, 'visual.png'))
+  /**
+   * Mean difference per channel (0..1) between the PDF the engine returns for `markup`, drawn by
+   * poppler at 96 dpi, and a screenshot of `page` in Chromium at `width` x `height` CSS pixels.
+   */
+  async function differenceFromScreenshot(
+    file: { bytes: Buffer; fileName: string },
+    page: string,
+    [width, height]: readonly [number, number],
+  ): Promise<number> {
+    const outcome = cleanedPdf(await disarm(file, { renderers: [renderer] }));
+    const pdf = saved(outcome.bytes, `visual-${file.fileName}.pdf`);
+    const stem = join(work, `visual-${file.fileName}`);
+    execFileSync('pdftoppm', ['-r', '96', '-png', '-singlefile', pdf, stem]);
+    const printed = await sharp(`${stem}.png`)
       .removeAlpha()
       .raw()
       .toBuffer({ resolveWithObject: true });
     const browser = await chromium.launch({ executablePath: '/usr/bin/chromium' });
     try {
-      const page = await browser.newPage({
-        viewport: { width: 800, height: 600 },
-        javaScriptEnabled: false,
-      });
-      await page.setContent(markup);
-      const shot = await sharp(await page.screenshot())
+      const tab = await browser.newPage({ viewport: { width, height }, javaScriptEnabled: false });
+      await tab.setContent(page);
+      const shot = await sharp(await tab.screenshot())
         .removeAlpha()
         .raw()
         .toBuffer({ resolveWithObject: true });
-      expect([printed.info.width, printed.info.height]).toEqual([
-        shot.info.width,
-        shot.info.height,
-      ]);
+      expect([printed.info.width, printed.info.height]).toEqual([width, height]);
+      expect([shot.info.width, shot.info.height]).toEqual([width, height]);
       let difference = 0;
       for (let index = 0; index < shot.data.length; index += 1) {
         difference += Math.abs((shot.data[index] ?? 0) - (printed.data[index] ?? 0));
       }
-      // Mean difference per channel, 0..1: anti-aliasing of text differs between the two paths.
-      expect(difference / shot.data.length / 255).toBeLessThan(0.02);
+      return difference / shot.data.length / 255;
     } finally {
       await browser.close();
     }
+  }
+
+  // Anti-aliasing of text and edges differs between printing and the screen: a few per cent.
+  const CLOSE = 0.02;
+
+  it('renders an HTML page close to what the browser shows of it', async () => {
+    const markup = buildHtmlPage(
+      '<h1 style="color:#036">Figures</h1><table border="1"><tr><td style="background:#fc0">Q1</td><td>12</td></tr></table>',
+      '<style>@page { size: 800px 600px; margin: 0 } body { margin: 20px; font: 24px sans-serif }</style>',
+    );
+    const file = { bytes: Buffer.from(markup), fileName: 'visual.html' };
+    expect(await differenceFromScreenshot(file, markup, [800, 600])).toBeLessThan(CLOSE);
+  });
+
+  it('renders an SVG drawing close to what the browser shows of it', async () => {
+    const svg = buildSvgDrawing(
+      '<defs><linearGradient id="g"><stop offset="0" stop-color="#fc0"/><stop offset="1" stop-color="#c30"/></linearGradient></defs><circle cx="320" cy="60" r="40" fill="url(#g)"/>',
+    );
+    const file = { bytes: Buffer.from(svg), fileName: 'visual.svg' };
+    const page = `<body style="margin:0">${svg.replace(/^<\?xml[^>]*>\s*/, '')}</body>`;
+    expect(await differenceFromScreenshot(file, page, [400, 200])).toBeLessThan(CLOSE);
   });
 
   it('stops a render whose time is up with ERR_TIMEOUT, and renders the next one', async () => {

@@ -17,6 +17,7 @@ describe('the bench report', () => {
     expect(OTHER_BENCHMARKS).toContain('[RESULTS-office.md](RESULTS-office.md)');
     expect(OTHER_BENCHMARKS).toContain('[RESULTS-pdf.md](RESULTS-pdf.md)');
     expect(OTHER_BENCHMARKS).toContain('[RESULTS-cfb.md](RESULTS-cfb.md)');
+    expect(OTHER_BENCHMARKS).toContain('[RESULTS-render.md](RESULTS-render.md)');
     expect(OTHER_BENCHMARKS).not.toMatch(FIGURE);
   });
 

@@ -72,6 +72,8 @@ export const OTHER_BENCHMARKS = [
   '  LibreOffice re-saving them: `npm run bench:cfb` -> [RESULTS-cfb.md](RESULTS-cfb.md).',
   '- ods and odp returned as PDF, the warm LibreOffice pool against a plain `soffice` per file:',
   '  `npm run bench:render-office` -> [RESULTS-render-office.md](RESULTS-render-office.md).',
+  '- html, htm and svg converted to PDF by a warm headless Chromium against a Chromium started',
+  '  per file: `npm run bench:render` -> [RESULTS-render.md](RESULTS-render.md).',
   '- Hostile archives (nested member budgets, bombs, shared entries), time and peak memory:',
   '  `npm run bench:archives` -> [ARCHIVES.md](ARCHIVES.md).',
   '- Adversarial images (decode-cost estimates against pixel and RLE bombs), peak memory:',

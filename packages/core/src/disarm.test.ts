@@ -15,7 +15,7 @@ import {
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from './disarm.ts';
-import { DisarmError, isDisarmError } from './errors.ts';
+import { isDisarmError } from './errors.ts';
 import type { Scanner } from './scan/scanner.ts';
 
 describe('disarm()', () => {
@@ -169,13 +169,17 @@ describe('disarm()', () => {
     ['a.html', () => Buffer.from(TEXT_FIXTURES.html)],
     ['a.ods', () => buildOdf('ods')],
   ])(
-    'never passes %s through while its family is not rebuilt: it fails as a fault',
+    'converts %s to PDF with the built-in renderer when no renderer is configured',
     async (fileName, make) => {
-      const error: unknown = await disarm({ bytes: await make(), fileName }).catch(
-        (caught: unknown) => caught,
-      );
-      expect(error).toBeInstanceOf(DisarmError);
-      expect((error as DisarmError).code).toBe('ERR_NOT_YET_SUPPORTED');
+      const outcome = await disarm({ bytes: await make(), fileName });
+      expect(outcome).toMatchObject({
+        status: 'cleaned',
+        fileName: fileName.replace(/\.\w+$/, '.pdf'),
+        format: 'pdf',
+        modifications: ['rebuilt', 'converted'],
+      });
+      if (outcome.status !== 'cleaned') throw new Error('not cleaned');
+      expect(Buffer.from(outcome.bytes.subarray(0, 5)).toString('latin1')).toBe('%PDF-');
     },
   );
 

@@ -5,6 +5,7 @@
  */
 import { connect } from 'node:net';
 import { readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { buildImage } from '@disarm/fixtures';
@@ -535,22 +536,22 @@ describe('one member-name rule, and the storage origin', () => {
 describe('usage headers of a sync document that failed', () => {
   let processing: TestServer;
   beforeAll(async () => {
-    processing = await startTestServer();
+    // A clamd that is not there: every file fails closed (internal_error), credited back.
+    processing = await startTestServer({
+      args: ['--clamd', join(tmpdir(), `disarm-no-clamd-${process.pid}.sock`)],
+    });
   }, 90_000);
   afterAll(async () => {
     await processing.stop();
   });
 
   it('do not count a failed, refunded document (tier and pay-as-you-go)', async () => {
-    // SVG is on the allowlist, detected and scanned, but its rebuild has not shipped: failed.
-    const svg = new TextEncoder().encode(
-      '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>',
-    );
+    const png = new Uint8Array(await buildImage('png'));
     const submit = (key: string) =>
-      fetch(`${processing.apiUrl}/v1/documents?wait=true&filename=drawing.svg`, {
+      fetch(`${processing.apiUrl}/v1/documents?wait=true&filename=photo.png`, {
         method: 'POST',
         headers: { 'X-Api-Key': key, 'Content-Type': 'application/octet-stream' },
-        body: svg,
+        body: png,
       });
     const tier = await processing.createOrganisation('starter');
     const tierResponse = await submit(tier.apiKey);

@@ -1,5 +1,6 @@
 import { BUILTIN_RENDERER_NAME, FORMATS } from '@disarm/core';
 import type { FormatRow, RenderKind, Renderer, RendererStatus } from '@disarm/core';
+import { createChromiumRenderer } from '@disarm/chromium';
 import { createLibreOfficeRenderer } from '@disarm/libreoffice';
 
 /**
@@ -21,6 +22,9 @@ interface RendererModule {
  * row: `@disarm/chromium` (html and svg), then `@disarm/libreoffice` (ods and odp).
  */
 const RENDERER_MODULES: readonly RendererModule[] = [
+  // One browser per process that creates it, started with its first document; a fresh isolated
+  // context per document.
+  { name: 'chromium', create: () => createChromiumRenderer() },
   // One soffice per process that creates it: each worker keeps its own warm across documents.
   { name: 'libreoffice', create: () => createLibreOfficeRenderer({ poolSize: 1 }) },
 ];

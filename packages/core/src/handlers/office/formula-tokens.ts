@@ -4,6 +4,7 @@
  * share the Ftab indices) and the operand stack that finds the target of a `HYPERLINK` call. Each
  * format walks its own token sizes.
  */
+import { u16le } from '../../_internal/bytes.ts';
 import type { FindingKind } from '../../findings.ts';
 import { isRefusedHyperlinkTarget } from './hyperlinks.ts';
 
@@ -45,28 +46,48 @@ export const PTG_CONCAT = 0x08;
  * judged instead.
  */
 export class OperandStack {
-  readonly #operands: (string | null)[] = [];
-  readonly literals: string[] = [];
+  /** How many operands the stack holds. */
+  #depth = 0;
+  /**
+   * The operand at each depth, made at the first string literal: most formulas hold none, and a
+   * sheet holds a million formulas, so until then the stack is only its depth.
+   */
+  #operands: (string | null)[] | undefined;
+  #literals: string[] | undefined;
   followed = true;
 
+  /** Every string literal pushed, in order. */
+  get literals(): readonly string[] {
+    return this.#literals ?? NO_LITERALS;
+  }
+
   push(literal: string | null): void {
-    this.#operands.push(literal);
-    if (literal !== null) this.literals.push(literal);
+    this.#place(literal);
+    if (literal !== null) (this.#literals ??= []).push(literal);
   }
 
   /** Replaces the top `count` operands by a result starting with `literal`. */
   reduce(count: number, literal: string | null = null): void {
-    if (this.#operands.length < count) this.followed = false;
-    this.#operands.length = Math.max(0, this.#operands.length - count);
-    this.#operands.push(literal);
+    if (this.#depth < count) this.followed = false;
+    this.#depth = Math.max(0, this.#depth - count);
+    this.#place(literal);
   }
 
   /** The operand `count` from the top (1 is the top one), if followed. */
   peek(count: number): string | null | undefined {
-    if (!this.followed || this.#operands.length < count) return undefined;
-    return this.#operands[this.#operands.length - count];
+    if (!this.followed || this.#depth < count) return undefined;
+    return this.#operands?.[this.#depth - count] ?? null;
+  }
+
+  #place(literal: string | null): void {
+    if (literal !== null) this.#operands ??= [];
+    // Once made, every place is written: what a reduce left above the depth is overwritten.
+    if (this.#operands !== undefined) this.#operands[this.#depth] = literal;
+    this.#depth += 1;
   }
 }
+
+const NO_LITERALS: readonly string[] = [];
 
 /**
  * Whether a `HYPERLINK` call of `count` arguments goes to a target a hyperlink relationship could
@@ -110,7 +131,6 @@ export interface PtgDialect {
  * `WEBSERVICE`) always.
  */
 export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKind | undefined {
-  const u16 = (at: number): number => (rgce[at] ?? 0) | ((rgce[at + 1] ?? 0) << 8);
   const stack = new OperandStack();
   let at = 0;
   while (at < rgce.length) {
@@ -139,7 +159,7 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
       } else if (ptg === 0x19) {
         // PtgAttr*: a flags byte and 2 bytes; PtgAttrChoose adds (cOffset + 1) offsets.
         const flags = rgce[at + 1] ?? 0;
-        size = flags & 0x04 ? 4 + 2 * (u16(at + 2) + 1) : 4;
+        size = flags & 0x04 ? 4 + 2 * (u16le(rgce, at + 2) + 1) : 4;
         // PtgAttrSum: SUM of the operand on top.
         if (flags & 0x10) stack.reduce(1);
       } else if (ptg === 0x1c || ptg === 0x1d) {
@@ -157,14 +177,14 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
       }
     } else if (base === 0x01) {
       // PtgFunc: a fixed-arity function.
-      const refused = REFUSED_FUNCTIONS.get(u16(at + 1));
+      const refused = REFUSED_FUNCTIONS.get(u16le(rgce, at + 1));
       if (refused) return refused;
       size = 3;
       stack.followed = false;
     } else if (base === 0x02) {
       // PtgFuncVar: cparams, then the function; the high bit is a command equivalent (XLM).
       const count = rgce[at + 1] ?? 0;
-      const tab = u16(at + 2);
+      const tab = u16le(rgce, at + 2);
       if (tab & 0x8000) return 'xlm-macro';
       const refused = REFUSED_FUNCTIONS.get(tab);
       if (refused) return refused;

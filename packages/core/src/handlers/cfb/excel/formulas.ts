@@ -47,11 +47,24 @@ export function refusedBiffFormula(
   rgce: Uint8Array,
   externalXtis: ReadonlySet<number> = NO_XTIS,
 ): FindingKind | undefined {
-  return refusedTokens(rgce, {
-    ...BIFF8,
-    isExternal: (base, tokens, at) =>
-      base >= PTG_REF_3D && base <= PTG_AREA_ERR_3D && externalXtis.has(u16le(tokens, at + 1)),
-  });
+  return refusedTokens(rgce, externalXtis.size === 0 ? BIFF8 : withExternalXtis(externalXtis));
+}
+
+/** The BIFF8 dialect that refuses 3D references through `externalXtis`, one per set. */
+const EXTERNAL_DIALECTS = new WeakMap<ReadonlySet<number>, PtgDialect>();
+
+function withExternalXtis(externalXtis: ReadonlySet<number>): PtgDialect {
+  let dialect = EXTERNAL_DIALECTS.get(externalXtis);
+  if (dialect === undefined) {
+    // The set is read at each call: the rebuild adds to it as it meets EXTERNSHEET.
+    dialect = {
+      ...BIFF8,
+      isExternal: (base, tokens, at) =>
+        base >= PTG_REF_3D && base <= PTG_AREA_ERR_3D && externalXtis.has(u16le(tokens, at + 1)),
+    };
+    EXTERNAL_DIALECTS.set(externalXtis, dialect);
+  }
+  return dialect;
 }
 
 /** The BIFF8 token stream ([MS-XLS] 2.5.198). */

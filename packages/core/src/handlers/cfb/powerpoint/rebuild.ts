@@ -322,26 +322,47 @@ function rewriteRecord(
   removedIds: ReadonlySet<number>,
   findings: FindingTally,
 ): Uint8Array {
-  if (!isContainer(record)) return bytes.subarray(record.offset, record.end);
-  const parts: Uint8Array[] = [bytes.subarray(record.offset, record.body)];
-  let length = RECORD_HEADER_BYTES;
+  return (
+    rewrittenContainer(bytes, record, removedIds, findings) ??
+    bytes.subarray(record.offset, record.end)
+  );
+}
+
+/**
+ * {@link rewriteRecord} for a container, or `undefined` when nothing in it changes: most of a
+ * presentation's containers are copied whole, and only those on the way to a removed record
+ * are joined anew.
+ */
+function rewrittenContainer(
+  bytes: Uint8Array,
+  record: PptRecord,
+  removedIds: ReadonlySet<number>,
+  findings: FindingTally,
+): Uint8Array | undefined {
+  if (!isContainer(record)) return undefined;
+  // Made at the first change, starting with the header and the children before it, unchanged.
+  let parts: Uint8Array[] | undefined;
+  let length = 0;
   for (const child of childrenOf(bytes, record)) {
     const removal = removalOf(bytes, child);
-    if (removal) {
-      findings.add(removal.kind);
-      continue;
+    if (removal) findings.add(removal.kind);
+    const dropped =
+      removal !== undefined ||
+      (child.recType === RT.exObjRefAtom &&
+        child.end - child.body >= 4 &&
+        removedIds.has(u32le(bytes, child.body)));
+    const changed = dropped ? undefined : rewrittenContainer(bytes, child, removedIds, findings);
+    if (parts === undefined) {
+      if (!dropped && changed === undefined) continue;
+      parts = [bytes.subarray(record.offset, child.offset)];
+      length = child.offset - record.offset;
     }
-    if (
-      child.recType === RT.exObjRefAtom &&
-      child.end - child.body >= 4 &&
-      removedIds.has(u32le(bytes, child.body))
-    ) {
-      continue;
-    }
-    const part = rewriteRecord(bytes, child, removedIds, findings);
+    if (dropped) continue;
+    const part = changed ?? bytes.subarray(child.offset, child.end);
     parts.push(part);
     length += part.length;
   }
+  if (parts === undefined) return undefined;
   const out = concat(parts, length);
   new DataView(out.buffer).setUint32(4, length - RECORD_HEADER_BYTES, true);
   return out;

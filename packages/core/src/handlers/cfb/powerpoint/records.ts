@@ -121,24 +121,26 @@ export function walkRecords(
   record: PptRecord,
   visit: (record: PptRecord, parent: PptRecord | undefined) => void,
 ): void {
-  const pending: { record: PptRecord; parent: PptRecord | undefined; depth: number }[] = [
-    { record, parent: undefined, depth: 0 },
-  ];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    visit(next.record, next.parent);
-    if (!isContainer(next.record)) continue;
-    if (next.depth >= MAX_RECORD_DEPTH) {
-      throw new Rejection(
-        'policy_violation',
-        `the PowerPoint presentation nests records more than ${MAX_RECORD_DEPTH} deep`,
-      );
-    }
-    const children = childrenOf(bytes, next.record);
-    for (let index = children.length - 1; index >= 0; index -= 1) {
-      const child = children[index];
-      if (child) pending.push({ record: child, parent: next.record, depth: next.depth + 1 });
-    }
+  walkFrom(bytes, record, undefined, 0, visit);
+}
+
+/** {@link walkRecords} below `parent`: the recursion is bounded by {@link MAX_RECORD_DEPTH}. */
+function walkFrom(
+  bytes: Uint8Array,
+  record: PptRecord,
+  parent: PptRecord | undefined,
+  depth: number,
+  visit: (record: PptRecord, parent: PptRecord | undefined) => void,
+): void {
+  visit(record, parent);
+  if (!isContainer(record)) return;
+  if (depth >= MAX_RECORD_DEPTH) {
+    throw new Rejection(
+      'policy_violation',
+      `the PowerPoint presentation nests records more than ${MAX_RECORD_DEPTH} deep`,
+    );
   }
+  for (const child of childrenOf(bytes, record)) walkFrom(bytes, child, record, depth + 1, visit);
 }
 
 /** [MS-PPT] 2.3.5 CString: a record whose body is UTF-16LE text. */

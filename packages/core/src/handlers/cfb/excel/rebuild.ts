@@ -271,7 +271,7 @@ function rebuildWorkbookStream(
         'the Excel workbook is encrypted ([MS-XLS] FILEPASS); it cannot be opened without its password',
       );
     }
-    const refusedRecord = REFUSED_RECORDS.get(type);
+    const refusedRecord = isKeptRecord(type) ? undefined : REFUSED_RECORDS.get(type);
     if (refusedRecord !== undefined) refuse(refusedRecord);
     if (type === RT.BOUNDSHEET8) {
       sheetIndex += 1;
@@ -435,7 +435,7 @@ function rebuildSheet(
   while (records.nextGroup()) {
     if (records.offset === consumedAt) continue;
     const { type } = records;
-    const refusedRecord = REFUSED_RECORDS.get(type);
+    const refusedRecord = isKeptRecord(type) ? undefined : REFUSED_RECORDS.get(type);
     if (refusedRecord !== undefined) refuse(refusedRecord);
     if (type === RT.FORMULA) {
       const refused = formulaRefusal(records, refusedGroups, removedXtis);
@@ -529,6 +529,7 @@ function refusedFormulaGroups(
   findings: FindingTally,
 ): Set<number> {
   const refused = new Set<number>();
+  if (!substream.formulaGroups) return refused;
   const records = new RecordCursor(stream, substream.offset, substream.end);
   while (records.nextGroup()) {
     const tokensAt = records.type === RT.SHRFMLA ? 10 : records.type === RT.ARRAY ? 14 : undefined;

@@ -52,6 +52,8 @@ export interface Substream {
   readonly offset: number;
   /** Offset just past its EOF record. */
   readonly end: number;
+  /** Whether it holds shared or array formulas (SHRFMLA, ARRAY), which its cells may name. */
+  readonly formulaGroups: boolean;
 }
 
 /**
@@ -76,6 +78,7 @@ export function readSubstreams(stream: Uint8Array, what: string): Substream[] {
   let start = 0;
   let offset = 0;
   let count = 0;
+  let formulaGroups = false;
   while (offset + RECORD_HEADER_BYTES <= stream.length) {
     const type = u16le(stream, offset);
     const size = u16le(stream, offset + 2);
@@ -101,12 +104,16 @@ export function readSubstreams(stream: Uint8Array, what: string): Substream[] {
       if (depth > MAX_SUBSTREAM_DEPTH) {
         reject('invalid_file', `${what} nests a substream inside a chart at offset ${offset}`);
       }
-      if (depth === 1) start = offset;
+      if (depth === 1) {
+        start = offset;
+        formulaGroups = false;
+      }
     }
+    if (type === RT.SHRFMLA || type === RT.ARRAY) formulaGroups = true;
     offset += RECORD_HEADER_BYTES + size;
     if (type === RT.EOF) {
       depth -= 1;
-      if (depth === 0) substreams.push({ offset: start, end: offset });
+      if (depth === 0) substreams.push({ offset: start, end: offset, formulaGroups });
     }
   }
   if (depth !== 0) {

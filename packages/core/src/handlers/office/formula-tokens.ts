@@ -4,7 +4,6 @@
  * share the Ftab indices) and the operand stack that finds the target of a `HYPERLINK` call. Each
  * format walks its own token sizes.
  */
-import { u16le } from '../../_internal/bytes.ts';
 import type { FindingKind } from '../../findings.ts';
 import { isRefusedHyperlinkTarget } from './hyperlinks.ts';
 
@@ -113,13 +112,31 @@ export interface PtgDialect {
   /** Sizes of the tokens that make a row of a shared or array formula (PtgExp, PtgTbl). */
   readonly groupSizes: ReadonlyMap<number, number>;
   /**
-   * The PtgStr at `at`: its size, and its text when it lies within the stream.
+   * The PtgStr at `at` of tokens that end at `end`: its size, and its text when it lies within
+   * them.
    */
-  readonly readString: (rgce: Uint8Array, at: number) => { size: number; text?: string };
+  readonly readString: (
+    tokens: Uint8Array,
+    at: number,
+    end: number,
+  ) => { size: number; text?: string };
   /** The size of an unclassed token only this dialect has (PtgList in BIFF12), if it is one. */
-  readonly otherToken?: (rgce: Uint8Array, at: number) => number | undefined;
+  readonly otherToken?: (tokens: Uint8Array, at: number, end: number) => number | undefined;
   /** Whether the classed token at `at` refers to another workbook (a 3D reference through it). */
-  readonly isExternal?: (base: number, rgce: Uint8Array, at: number) => boolean;
+  readonly isExternal?: (base: number, tokens: Uint8Array, at: number, end: number) => boolean;
+}
+
+/**
+ * The byte at `at` of tokens that end at `end`, 0 at or past their end: a token cut short by the
+ * end of its formula reads as zeros, whether the formula is a view or a field of a record.
+ */
+export function tokenByte(tokens: Uint8Array, at: number, end: number): number {
+  return at < end ? (tokens[at] ?? 0) : 0;
+}
+
+/** The little-endian 16-bit field at `at` of tokens that end at `end` (see {@link tokenByte}). */
+export function tokenU16(tokens: Uint8Array, at: number, end: number): number {
+  return tokenByte(tokens, at, end) | (tokenByte(tokens, at + 1, end) << 8);
 }
 
 /**
@@ -128,13 +145,19 @@ export interface PtgDialect {
  * the cell's cached value still shows). A function that runs code, fetches or talks DDE is refused
  * by {@link REFUSED_FUNCTIONS}, a command equivalent (XLM) always, `HYPERLINK` by its target, and
  * `PtgNameX` (a name in another workbook, a DDE item, or an add-in function called by name such as
- * `WEBSERVICE`) always.
+ * `WEBSERVICE`) always. The formula is `tokens` from `start` to `end`: a view of its own, or a
+ * field read in place in its record.
  */
-export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKind | undefined {
+export function refusedTokens(
+  tokens: Uint8Array,
+  dialect: PtgDialect,
+  start = 0,
+  end = tokens.length,
+): FindingKind | undefined {
   const stack = new OperandStack();
-  let at = 0;
-  while (at < rgce.length) {
-    const ptg = rgce[at] ?? 0;
+  let at = start;
+  while (at < end) {
+    const ptg = tokens[at] ?? 0;
     const base = ptg & 0x1f;
     let size: number | undefined;
     if ((ptg & 0x60) === 0) {
@@ -153,13 +176,13 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
         size = 1; // PtgMissArg
         stack.push(null);
       } else if (ptg === 0x17) {
-        const literal = dialect.readString(rgce, at);
+        const literal = dialect.readString(tokens, at, end);
         size = literal.size;
         if (literal.text !== undefined) stack.push(literal.text);
       } else if (ptg === 0x19) {
         // PtgAttr*: a flags byte and 2 bytes; PtgAttrChoose adds (cOffset + 1) offsets.
-        const flags = rgce[at + 1] ?? 0;
-        size = flags & 0x04 ? 4 + 2 * (u16le(rgce, at + 2) + 1) : 4;
+        const flags = tokenByte(tokens, at + 1, end);
+        size = flags & 0x04 ? 4 + 2 * (tokenU16(tokens, at + 2, end) + 1) : 4;
         // PtgAttrSum: SUM of the operand on top.
         if (flags & 0x10) stack.reduce(1);
       } else if (ptg === 0x1c || ptg === 0x1d) {
@@ -172,19 +195,19 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
         size = 9; // PtgNum
         stack.push(null);
       } else {
-        size = dialect.otherToken?.(rgce, at);
+        size = dialect.otherToken?.(tokens, at, end);
         if (size !== undefined) stack.push(null);
       }
     } else if (base === 0x01) {
       // PtgFunc: a fixed-arity function.
-      const refused = REFUSED_FUNCTIONS.get(u16le(rgce, at + 1));
+      const refused = REFUSED_FUNCTIONS.get(tokenU16(tokens, at + 1, end));
       if (refused) return refused;
       size = 3;
       stack.followed = false;
     } else if (base === 0x02) {
       // PtgFuncVar: cparams, then the function; the high bit is a command equivalent (XLM).
-      const count = rgce[at + 1] ?? 0;
-      const tab = u16le(rgce, at + 2);
+      const count = tokenByte(tokens, at + 1, end);
+      const tab = tokenU16(tokens, at + 2, end);
       if (tab & 0x8000) return 'xlm-macro';
       const refused = REFUSED_FUNCTIONS.get(tab);
       if (refused) return refused;
@@ -194,7 +217,7 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
     } else if (base === 0x19) {
       // PtgNameX: a name in another workbook or an add-in (DDE and external names).
       return 'external-relationship';
-    } else if (dialect.isExternal?.(base, rgce, at) === true) {
+    } else if (dialect.isExternal?.(base, tokens, at, end) === true) {
       return 'external-relationship';
     } else {
       size = dialect.classedSizes.get(base);
@@ -204,5 +227,5 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
     if (size === undefined) return 'hidden-data';
     at += size;
   }
-  return at === rgce.length ? undefined : 'hidden-data';
+  return at === end ? undefined : 'hidden-data';
 }

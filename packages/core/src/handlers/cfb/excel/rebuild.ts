@@ -567,7 +567,9 @@ function formulaRefusal(
     const anchor = cellKey(records.u16(FORMULA_TOKENS_AT + 1), records.u16(FORMULA_TOKENS_AT + 3));
     return refusedGroups.has(anchor) ? 'group' : undefined;
   }
-  return refusedBiffFormula(records.data(FORMULA_TOKENS_AT, end), removedXtis);
+  // Read in place: a view per formula, a million times a sheet, costs more than the walk.
+  const tokensAt = records.dataAt + FORMULA_TOKENS_AT;
+  return refusedBiffFormula(records.stream, removedXtis, tokensAt, tokensAt + cce);
 }
 
 /** A formula cell's value record, and the offset of the STRING record it took its text from. */

@@ -184,6 +184,11 @@ export class RecordCursor {
     return true;
   }
 
+  /** Offset of the current record's data in {@link stream}. */
+  get dataAt(): number {
+    return this.offset + RECORD_HEADER_BYTES;
+  }
+
   /** Offset just past the current record, or past its last CONTINUE record after {@link nextGroup}. */
   get end(): number {
     return this.#next;

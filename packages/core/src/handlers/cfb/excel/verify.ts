@@ -97,9 +97,13 @@ function judge(records: RecordCursor): string | undefined {
     case RT.SUPBOOK:
       return supbookRefusal(records.data());
     case RT.FORMULA: {
-      const rgce = records.data(22, 22 + records.u16(20));
-      if (rgce[0] === PTG_EXP) return undefined;
-      return refusedBiffFormula(rgce) === undefined ? undefined : 'a refused formula';
+      // The tokens read in place, within the record (see rebuild.ts).
+      const start = records.dataAt + Math.min(22, records.size);
+      const end = records.dataAt + Math.min(22 + records.u16(20), records.size);
+      if (start < end && records.stream[start] === PTG_EXP) return undefined;
+      return refusedBiffFormula(records.stream, undefined, start, end) === undefined
+        ? undefined
+        : 'a refused formula';
     }
     case RT.SHRFMLA:
       return refusedBiffFormula(records.data(10, 10 + records.u16(8))) === undefined

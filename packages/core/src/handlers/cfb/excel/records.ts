@@ -147,12 +147,9 @@ export class RecordCursor {
   readonly stream: Uint8Array;
   readonly #to: number;
   #next: number;
-  /** Offset of the current record's header. */
-  offset = -1;
-  /** The current record's type, or -1 before the first. */
-  type = -1;
-  /** The size of the current record's data (without its CONTINUE records). */
-  size = 0;
+  #offset = -1;
+  #type = -1;
+  #size = 0;
 
   /** A walk over the records from offset `from` to `to` of `stream`. */
   constructor(stream: Uint8Array, from = 0, to = stream.length) {
@@ -165,11 +162,26 @@ export class RecordCursor {
   next(): boolean {
     const at = this.#next;
     if (at + RECORD_HEADER_BYTES > this.#to) return false;
-    this.offset = at;
-    this.type = u16le(this.stream, at);
-    this.size = u16le(this.stream, at + 2);
-    this.#next = at + RECORD_HEADER_BYTES + this.size;
+    this.#offset = at;
+    this.#type = u16le(this.stream, at);
+    this.#size = u16le(this.stream, at + 2);
+    this.#next = at + RECORD_HEADER_BYTES + this.#size;
     return true;
+  }
+
+  /** Offset of the current record's header. */
+  get offset(): number {
+    return this.#offset;
+  }
+
+  /** The current record's type, or -1 before the first. */
+  get type(): number {
+    return this.#type;
+  }
+
+  /** The size of the current record's data (without its CONTINUE records). */
+  get size(): number {
+    return this.#size;
   }
 
   /** Moves to the next record and past the CONTINUE records after it; `false` at the end. */

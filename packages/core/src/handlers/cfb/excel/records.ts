@@ -201,7 +201,10 @@ export class RecordCursor {
     return this.offset + RECORD_HEADER_BYTES;
   }
 
-  /** Offset just past the current record, or past its last CONTINUE record after {@link nextGroup}. */
+  /**
+   * Offset just past the current record, or past its last CONTINUE record after
+   * {@link nextGroup}.
+   */
   get end(): number {
     return this.#next;
   }
@@ -284,7 +287,10 @@ export class RecordWriter {
     this.#runTo = to;
   }
 
-  /** Writes a record of `type` holding `data` (at most {@link MAX_RECORD_BYTES}); returns where its data starts. */
+  /**
+   * Writes a record of `type` holding `data` (at most {@link MAX_RECORD_BYTES}); returns where
+   * its data starts.
+   */
   write(type: number, data: Uint8Array): number {
     this.#flush();
     this.#reserve(RECORD_HEADER_BYTES + data.length);

@@ -453,7 +453,10 @@ function checkedBlip(pictures: Uint8Array, delay: number, size: number): PptReco
   return blip;
 }
 
-/** A picture's rebuild as it ended: its record (or `undefined` when refused) and findings, or why it failed. */
+/**
+ * A picture's rebuild as it ended: its record (`undefined` when refused) and findings, or why it
+ * failed.
+ */
 type PictureOutcome =
   | { readonly bytes: Uint8Array | undefined; readonly findings: FindingTally }
   | { readonly error: unknown };

@@ -156,23 +156,31 @@ export function walkArtRecords(
   what: string,
   visit: (record: ArtRecord, parent: ArtRecord | undefined) => void,
 ): void {
-  const pending: { record: ArtRecord; parent: ArtRecord | undefined; depth: number }[] = [
-    { record, parent: undefined, depth: 0 },
-  ];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    visit(next.record, next.parent);
-    if (!isContainer(next.record)) continue;
-    if (next.depth >= MAX_ART_DEPTH) {
-      throw new Rejection(
-        'policy_violation',
-        `${what} nests records more than ${MAX_ART_DEPTH} deep`,
-      );
-    }
-    const children = artChildren(bytes, next.record, what);
-    for (let index = children.length - 1; index >= 0; index -= 1) {
-      const child = children[index];
-      if (child) pending.push({ record: child, parent: next.record, depth: next.depth + 1 });
-    }
+  walkArtFrom(bytes, record, undefined, 0, what, visit);
+}
+
+/**
+ * {@link walkArtRecords} below `parent`: the recursion, bounded by {@link MAX_ART_DEPTH}, keeps
+ * no entry per record, and a container's children are all read before the first is visited.
+ */
+function walkArtFrom(
+  bytes: Uint8Array,
+  record: ArtRecord,
+  parent: ArtRecord | undefined,
+  depth: number,
+  what: string,
+  visit: (record: ArtRecord, parent: ArtRecord | undefined) => void,
+): void {
+  visit(record, parent);
+  if (!isContainer(record)) return;
+  if (depth >= MAX_ART_DEPTH) {
+    throw new Rejection(
+      'policy_violation',
+      `${what} nests records more than ${MAX_ART_DEPTH} deep`,
+    );
+  }
+  for (const child of artChildren(bytes, record, what)) {
+    walkArtFrom(bytes, child, record, depth + 1, what, visit);
   }
 }
 

@@ -45,28 +45,48 @@ export const PTG_CONCAT = 0x08;
  * judged instead.
  */
 export class OperandStack {
-  readonly #operands: (string | null)[] = [];
-  readonly literals: string[] = [];
+  /** How many operands the stack holds. */
+  #depth = 0;
+  /**
+   * The operand at each depth, made at the first string literal: most formulas hold none, and a
+   * sheet holds a million formulas, so until then the stack is only its depth.
+   */
+  #operands: (string | null)[] | undefined;
+  #literals: string[] | undefined;
   followed = true;
 
+  /** Every string literal pushed, in order. */
+  get literals(): readonly string[] {
+    return this.#literals ?? NO_LITERALS;
+  }
+
   push(literal: string | null): void {
-    this.#operands.push(literal);
-    if (literal !== null) this.literals.push(literal);
+    this.#place(literal);
+    if (literal !== null) (this.#literals ??= []).push(literal);
   }
 
   /** Replaces the top `count` operands by a result starting with `literal`. */
   reduce(count: number, literal: string | null = null): void {
-    if (this.#operands.length < count) this.followed = false;
-    this.#operands.length = Math.max(0, this.#operands.length - count);
-    this.#operands.push(literal);
+    if (this.#depth < count) this.followed = false;
+    this.#depth = Math.max(0, this.#depth - count);
+    this.#place(literal);
   }
 
   /** The operand `count` from the top (1 is the top one), if followed. */
   peek(count: number): string | null | undefined {
-    if (!this.followed || this.#operands.length < count) return undefined;
-    return this.#operands[this.#operands.length - count];
+    if (!this.followed || this.#depth < count) return undefined;
+    return this.#operands?.[this.#depth - count] ?? null;
+  }
+
+  #place(literal: string | null): void {
+    if (literal !== null) this.#operands ??= [];
+    // Once made, every place is written: what a reduce left above the depth is overwritten.
+    if (this.#operands !== undefined) this.#operands[this.#depth] = literal;
+    this.#depth += 1;
   }
 }
+
+const NO_LITERALS: readonly string[] = [];
 
 /**
  * Whether a `HYPERLINK` call of `count` arguments goes to a target a hyperlink relationship could
@@ -92,13 +112,31 @@ export interface PtgDialect {
   /** Sizes of the tokens that make a row of a shared or array formula (PtgExp, PtgTbl). */
   readonly groupSizes: ReadonlyMap<number, number>;
   /**
-   * The PtgStr at `at`: its size, and its text when it lies within the stream.
+   * The PtgStr at `at` of tokens that end at `end`: its size, and its text when it lies within
+   * them.
    */
-  readonly readString: (rgce: Uint8Array, at: number) => { size: number; text?: string };
+  readonly readString: (
+    tokens: Uint8Array,
+    at: number,
+    end: number,
+  ) => { size: number; text?: string };
   /** The size of an unclassed token only this dialect has (PtgList in BIFF12), if it is one. */
-  readonly otherToken?: (rgce: Uint8Array, at: number) => number | undefined;
+  readonly otherToken?: (tokens: Uint8Array, at: number, end: number) => number | undefined;
   /** Whether the classed token at `at` refers to another workbook (a 3D reference through it). */
-  readonly isExternal?: (base: number, rgce: Uint8Array, at: number) => boolean;
+  readonly isExternal?: (base: number, tokens: Uint8Array, at: number, end: number) => boolean;
+}
+
+/**
+ * The byte at `at` of tokens that end at `end`, 0 at or past their end: a token cut short by the
+ * end of its formula reads as zeros, whether the formula is a view or a field of a record.
+ */
+export function tokenByte(tokens: Uint8Array, at: number, end: number): number {
+  return at < end ? (tokens[at] ?? 0) : 0;
+}
+
+/** The little-endian 16-bit field at `at` of tokens that end at `end` (see {@link tokenByte}). */
+export function tokenU16(tokens: Uint8Array, at: number, end: number): number {
+  return tokenByte(tokens, at, end) | (tokenByte(tokens, at + 1, end) << 8);
 }
 
 /**
@@ -107,14 +145,19 @@ export interface PtgDialect {
  * the cell's cached value still shows). A function that runs code, fetches or talks DDE is refused
  * by {@link REFUSED_FUNCTIONS}, a command equivalent (XLM) always, `HYPERLINK` by its target, and
  * `PtgNameX` (a name in another workbook, a DDE item, or an add-in function called by name such as
- * `WEBSERVICE`) always.
+ * `WEBSERVICE`) always. The formula is `tokens` from `start` to `end`: a view of its own, or a
+ * field read in place in its record.
  */
-export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKind | undefined {
-  const u16 = (at: number): number => (rgce[at] ?? 0) | ((rgce[at + 1] ?? 0) << 8);
+export function refusedTokens(
+  tokens: Uint8Array,
+  dialect: PtgDialect,
+  start = 0,
+  end = tokens.length,
+): FindingKind | undefined {
   const stack = new OperandStack();
-  let at = 0;
-  while (at < rgce.length) {
-    const ptg = rgce[at] ?? 0;
+  let at = start;
+  while (at < end) {
+    const ptg = tokens[at] ?? 0;
     const base = ptg & 0x1f;
     let size: number | undefined;
     if ((ptg & 0x60) === 0) {
@@ -133,13 +176,13 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
         size = 1; // PtgMissArg
         stack.push(null);
       } else if (ptg === 0x17) {
-        const literal = dialect.readString(rgce, at);
+        const literal = dialect.readString(tokens, at, end);
         size = literal.size;
         if (literal.text !== undefined) stack.push(literal.text);
       } else if (ptg === 0x19) {
         // PtgAttr*: a flags byte and 2 bytes; PtgAttrChoose adds (cOffset + 1) offsets.
-        const flags = rgce[at + 1] ?? 0;
-        size = flags & 0x04 ? 4 + 2 * (u16(at + 2) + 1) : 4;
+        const flags = tokenByte(tokens, at + 1, end);
+        size = flags & 0x04 ? 4 + 2 * (tokenU16(tokens, at + 2, end) + 1) : 4;
         // PtgAttrSum: SUM of the operand on top.
         if (flags & 0x10) stack.reduce(1);
       } else if (ptg === 0x1c || ptg === 0x1d) {
@@ -152,19 +195,19 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
         size = 9; // PtgNum
         stack.push(null);
       } else {
-        size = dialect.otherToken?.(rgce, at);
+        size = dialect.otherToken?.(tokens, at, end);
         if (size !== undefined) stack.push(null);
       }
     } else if (base === 0x01) {
       // PtgFunc: a fixed-arity function.
-      const refused = REFUSED_FUNCTIONS.get(u16(at + 1));
+      const refused = REFUSED_FUNCTIONS.get(tokenU16(tokens, at + 1, end));
       if (refused) return refused;
       size = 3;
       stack.followed = false;
     } else if (base === 0x02) {
       // PtgFuncVar: cparams, then the function; the high bit is a command equivalent (XLM).
-      const count = rgce[at + 1] ?? 0;
-      const tab = u16(at + 2);
+      const count = tokenByte(tokens, at + 1, end);
+      const tab = tokenU16(tokens, at + 2, end);
       if (tab & 0x8000) return 'xlm-macro';
       const refused = REFUSED_FUNCTIONS.get(tab);
       if (refused) return refused;
@@ -174,7 +217,7 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
     } else if (base === 0x19) {
       // PtgNameX: a name in another workbook or an add-in (DDE and external names).
       return 'external-relationship';
-    } else if (dialect.isExternal?.(base, rgce, at) === true) {
+    } else if (dialect.isExternal?.(base, tokens, at, end) === true) {
       return 'external-relationship';
     } else {
       size = dialect.classedSizes.get(base);
@@ -184,5 +227,5 @@ export function refusedTokens(rgce: Uint8Array, dialect: PtgDialect): FindingKin
     if (size === undefined) return 'hidden-data';
     at += size;
   }
-  return at === rgce.length ? undefined : 'hidden-data';
+  return at === end ? undefined : 'hidden-data';
 }

@@ -7,7 +7,7 @@
  * -> BrtCellBool, BrtFmlaError -> BrtCellError), so the sheet shows the same and computes nothing.
  */
 import type { FindingKind, FindingTally } from '../../findings.ts';
-import { refusedTokens } from '../office/formula-tokens.ts';
+import { refusedTokens, tokenByte, tokenU16 } from '../office/formula-tokens.ts';
 import type { PtgDialect } from '../office/formula-tokens.ts';
 import type { XlsbRecord } from './xlsb-records.ts';
 
@@ -56,14 +56,15 @@ const CLASSED_SIZES: ReadonlyMap<number, number> = new Map([
 const BIFF12: PtgDialect = {
   classedSizes: CLASSED_SIZES,
   groupSizes: new Map([[0x01, 5]]), // PtgExp: a row of the shared or array formula it follows
-  readString: (rgce, at) => {
+  readString: (rgce, at, end) => {
     // PtgStr: cch (2 bytes), then UTF-16 characters.
-    const size = 3 + 2 * ((rgce[at + 1] ?? 0) | ((rgce[at + 2] ?? 0) << 8));
-    if (at + size > rgce.length) return { size };
+    const size = 3 + 2 * tokenU16(rgce, at + 1, end);
+    if (at + size > end) return { size };
     return { size, text: Buffer.from(rgce.subarray(at + 3, at + size)).toString('utf16le') };
   },
   // PtgList (a table reference): 0x18 then 0x19.
-  otherToken: (rgce, at) => (rgce[at] === 0x18 && rgce[at + 1] === 0x19 ? 14 : undefined),
+  otherToken: (rgce, at, end) =>
+    tokenByte(rgce, at, end) === 0x18 && tokenByte(rgce, at + 1, end) === 0x19 ? 14 : undefined,
 };
 
 /**

@@ -4,10 +4,9 @@
  * indices are the same). A formula is kept only when its tokens walk cleanly to their end and call
  * no function that runs code, fetches or talks DDE.
  */
-import { u16le } from '../../../_internal/bytes.ts';
 import { latin1OrUtf16 } from './records.ts';
 import type { FindingKind } from '../../../findings.ts';
-import { refusedTokens } from '../../office/formula-tokens.ts';
+import { refusedTokens, tokenByte, tokenU16 } from '../../office/formula-tokens.ts';
 import type { PtgDialect } from '../../office/formula-tokens.ts';
 
 /** Sizes (token included) of the BIFF8 tokens with a class in bits 5-6 ([MS-XLS] 2.5.198). */
@@ -41,17 +40,36 @@ export const PTG_EXP = 0x01;
 /**
  * Why a BIFF8 token stream may not stay, or `undefined` when it may: the walk `.xlsb` formulas
  * are judged by ({@link refusedTokens}), over BIFF8 token sizes, with a 3D reference through one
- * of `externalXtis` (EXTERNSHEET entries into another workbook) refused too.
+ * of `externalXtis` (EXTERNSHEET entries into another workbook) refused too. The formula is
+ * `tokens` from `start` to `end`: a view of its own, or a record's field read in place.
  */
 export function refusedBiffFormula(
-  rgce: Uint8Array,
+  tokens: Uint8Array,
   externalXtis: ReadonlySet<number> = NO_XTIS,
+  start = 0,
+  end = tokens.length,
 ): FindingKind | undefined {
-  return refusedTokens(rgce, {
-    ...BIFF8,
-    isExternal: (base, tokens, at) =>
-      base >= PTG_REF_3D && base <= PTG_AREA_ERR_3D && externalXtis.has(u16le(tokens, at + 1)),
-  });
+  const dialect = externalXtis.size === 0 ? BIFF8 : withExternalXtis(externalXtis);
+  return refusedTokens(tokens, dialect, start, end);
+}
+
+/** The BIFF8 dialect that refuses 3D references through `externalXtis`, one per set. */
+const EXTERNAL_DIALECTS = new WeakMap<ReadonlySet<number>, PtgDialect>();
+
+function withExternalXtis(externalXtis: ReadonlySet<number>): PtgDialect {
+  let dialect = EXTERNAL_DIALECTS.get(externalXtis);
+  if (dialect === undefined) {
+    // The set is read at each call: the rebuild adds to it as it meets EXTERNSHEET.
+    dialect = {
+      ...BIFF8,
+      isExternal: (base, tokens, at, end) =>
+        base >= PTG_REF_3D &&
+        base <= PTG_AREA_ERR_3D &&
+        externalXtis.has(tokenU16(tokens, at + 1, end)),
+    };
+    EXTERNAL_DIALECTS.set(externalXtis, dialect);
+  }
+  return dialect;
 }
 
 /** The BIFF8 token stream ([MS-XLS] 2.5.198). */
@@ -62,12 +80,12 @@ const BIFF8: PtgDialect = {
     [PTG_EXP, 5],
     [0x02, 5],
   ]),
-  readString: (rgce, at) => {
+  readString: (rgce, at, end) => {
     // PtgStr: ShortXLUnicodeString, cch then a flags byte (bit 0: UTF-16) ([MS-XLS] 2.5.240).
-    const characters = rgce[at + 1] ?? 0;
-    const wide = ((rgce[at + 2] ?? 0) & 0x01) !== 0;
+    const characters = tokenByte(rgce, at + 1, end);
+    const wide = (tokenByte(rgce, at + 2, end) & 0x01) !== 0;
     const size = 3 + characters * (wide ? 2 : 1);
-    if (at + size > rgce.length) return { size };
+    if (at + size > end) return { size };
     return { size, text: latin1OrUtf16(rgce.subarray(at + 3, at + size), wide) };
   },
 };

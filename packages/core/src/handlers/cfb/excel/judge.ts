@@ -182,12 +182,19 @@ export const REFUSED_RECORDS: ReadonlyMap<number, string> = new Map([
   [0x0858, 'a PivotChart link (SXVIEWLINK)'],
 ]);
 
-/** Whether `type` is copied as it is. */
+/**
+ * 1 for each record type ({@link KEPT_RECORDS} and chart records) copied as it is: a sheet holds
+ * a million records, each looked up in rebuild and again in verify.
+ */
+const KEPT_TYPES = new Uint8Array(0x10000);
+for (const type of KEPT_RECORDS) KEPT_TYPES[type] = 1;
+for (let type = CHART_RECORDS_FIRST; type <= CHART_RECORDS_LAST; type += 1) {
+  if (type !== RT.BRAI) KEPT_TYPES[type] = 1;
+}
+
+/** Whether `type` (a record's 16-bit type) is copied as it is. */
 export function isKeptRecord(type: number): boolean {
-  return (
-    KEPT_RECORDS.has(type) ||
-    (type >= CHART_RECORDS_FIRST && type <= CHART_RECORDS_LAST && type !== RT.BRAI)
-  );
+  return KEPT_TYPES[type] === 1;
 }
 
 /** [MS-XLS] 2.4.28 BOUNDSHEET8 `dt`: the kinds of sheet. */

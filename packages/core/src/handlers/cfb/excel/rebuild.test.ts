@@ -100,6 +100,37 @@ describe('Excel 97-2003 rebuild', () => {
     }
   });
 
+  it('copies a record with its CONTINUE records, and leaves out a record it drops with them', async () => {
+    // A text box's TXO with its text and formatting runs in CONTINUE records ([MS-XLS] 2.4.329).
+    const textBox = Buffer.concat([
+      biffRecord(0x01b6, Buffer.alloc(18)),
+      biffRecord(0x003c, Buffer.from('\0note', 'latin1')),
+      biffRecord(0x003c, Buffer.alloc(16)),
+    ]);
+    const unknown = Buffer.concat([
+      biffRecord(0x0999, [1, 2]),
+      biffRecord(0x003c, Buffer.from(PAYLOAD)),
+    ]);
+    const bytes = buildExcelWorkbook({
+      sheets: [
+        {
+          name: 'Sheet1',
+          records: [numberCell(0, 0, 1), textBox, unknown, numberCell(1, 0, 2)],
+        },
+      ],
+    });
+    const outcome = await rebuilt(bytes);
+    expect(outcome.findings).toEqual([{ kind: 'hidden-data', count: 1 }]);
+    const stream = Buffer.from(
+      olefileListing(outcome.bytes).entries.find((e) => e.path === 'Workbook')?.hex ?? '',
+      'hex',
+    );
+    expect(
+      stream.includes(Buffer.concat([numberCell(0, 0, 1), textBox, numberCell(1, 0, 2)])),
+    ).toBe(true);
+    expect(stream.includes(Buffer.from(PAYLOAD))).toBe(false);
+  });
+
   it('flattens formulas that run code or fetch to their cached values, keeping the rest', async () => {
     const bytes = buildExcelWorkbook({
       sheets: [

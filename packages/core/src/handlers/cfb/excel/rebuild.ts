@@ -32,7 +32,14 @@ import {
   supbookKind,
   withNameItab,
 } from './judge.ts';
-import { readSubstreams, RT, writeRecords } from './records.ts';
+import {
+  plainView,
+  readSubstreams,
+  RECORD_HEADER_BYTES,
+  RecordCursor,
+  RecordWriter,
+  RT,
+} from './records.ts';
 import {
   renumberedExternSheet,
   renumberedSelfSupbook,
@@ -41,7 +48,7 @@ import {
   SheetMap,
 } from './sheets.ts';
 import type { ObjectRemovals } from './judge.ts';
-import type { BiffRecord, RecordOut, Substream } from './records.ts';
+import type { Substream } from './records.ts';
 
 const WHAT = 'the Excel workbook';
 /** [MS-XLS] 2.4.21 BOF: BIFF8's version, and the substream types. */
@@ -173,77 +180,63 @@ async function scanDroppedStreams(
   if (threats.size > 0) throw threats.toRejection('the file');
 }
 
-/** A record and the CONTINUE records that carry the rest of its data. */
-interface RecordGroup {
-  readonly head: BiffRecord;
-  readonly continues: readonly BiffRecord[];
-}
-
-function groupsOf(records: readonly BiffRecord[]): RecordGroup[] {
-  const groups: { head: BiffRecord; continues: BiffRecord[] }[] = [];
-  for (const record of records) {
-    const last = groups.at(-1);
-    if (record.type === RT.CONTINUE && last !== undefined) last.continues.push(record);
-    else groups.push({ head: record, continues: [] });
-  }
-  return groups;
-}
-
-function emit(out: RecordOut[], group: RecordGroup): void {
-  out.push(group.head, ...group.continues);
-}
-
-/** The data of a record and its CONTINUE records, joined. */
-function joined(group: RecordGroup): Uint8Array {
-  if (group.continues.length === 0) return group.head.data;
-  return Buffer.concat([group.head.data, ...group.continues.map((record) => record.data)]);
-}
-
 function refuse(detail: string): never {
   return reject('policy_violation', `${WHAT} holds ${detail}, which cannot be removed safely`);
 }
 
-/** The `dt` of every BOUNDSHEET8 record, in order. */
-function sheetKindsOf(groups: readonly RecordGroup[]): number[] {
+/** The `dt` of every BOUNDSHEET8 record of the globals, in order. */
+function sheetKindsOf(stream: Uint8Array, globals: Substream): number[] {
   const kinds: number[] = [];
-  for (const { head } of groups) {
-    if (head.type !== RT.BOUNDSHEET8) continue;
+  const records = new RecordCursor(stream, globals.offset, globals.end);
+  while (records.nextGroup()) {
+    if (records.type !== RT.BOUNDSHEET8) continue;
     // lbPlyPos (4), hsState, dt, then the name: cch and a flags byte (bit 0: UTF-16).
-    const characters = head.data[6] ?? 0;
-    const nameBytes = characters * ((head.data[7] ?? 0) & 0x01 ? 2 : 1);
-    if (head.data.length < 8 || characters === 0 || head.data.length !== 8 + nameBytes) {
+    const characters = records.byte(6);
+    const nameBytes = characters * (records.byte(7) & 0x01 ? 2 : 1);
+    if (records.size < 8 || characters === 0 || records.size !== 8 + nameBytes) {
       reject(
         'invalid_file',
         `${WHAT} has a BOUNDSHEET8 record whose sheet name does not fit it ([MS-XLS] 2.4.28)`,
       );
     }
-    kinds.push(head.data[5] ?? 0);
+    kinds.push(records.byte(5));
   }
   return kinds;
 }
 
-/** A sheet as BOUNDSHEET8 ([MS-XLS] 2.4.28) lists it: its record, written again with a new offset. */
+/** The BOF record ([MS-XLS] 2.4.21) a substream opens with. */
+function bofOf(stream: Uint8Array, substream: Substream): RecordCursor {
+  const bof = new RecordCursor(stream, substream.offset, substream.end);
+  bof.next();
+  return bof;
+}
+
+/**
+ * A sheet as BOUNDSHEET8 ([MS-XLS] 2.4.28) lists it: where its substream starts in the old stream,
+ * its kind, and where its record's `lbPlyPos` is in the new stream.
+ */
 interface SheetEntry {
-  readonly data: Uint8Array;
   readonly offset: number;
   readonly kind: number;
+  readonly lbPlyPosAt: number;
 }
 
 function rebuildWorkbookStream(
-  stream: Uint8Array,
+  content: Uint8Array,
   findings: FindingTally,
   deadline: Deadline,
 ): Uint8Array {
+  const stream = plainView(content);
   const [globals, ...rest] = readSubstreams(stream, WHAT);
   if (globals === undefined) return reject('invalid_file', `${WHAT} has no workbook globals`);
-  const bof = globals.records[0]?.data ?? new Uint8Array();
-  if (bof.length < 4 || u16le(bof, 0) !== BIFF8_VERSION) {
+  const bof = bofOf(stream, globals);
+  if (bof.size < 4 || bof.u16(0) !== BIFF8_VERSION) {
     reject(
       'invalid_file',
       'Excel 5.0/95 workbooks are not supported: the workbook globals are not BIFF8 ([MS-XLS] 2.4.21 BOF vers)',
     );
   }
-  if (u16le(bof, 2) !== BOF_GLOBALS) {
+  if (bof.u16(2) !== BOF_GLOBALS) {
     reject(
       'invalid_file',
       `${WHAT} does not open with its workbook globals ([MS-XLS] 2.4.21 BOF dt)`,
@@ -251,17 +244,11 @@ function rebuildWorkbookStream(
   }
   const bySheetOffset = new Map(rest.map((substream) => [substream.offset, substream]));
 
-  const out: RecordOut[] = [];
-  const sheets: { entry: SheetEntry; at: number }[] = [];
+  const out = new RecordWriter(stream);
+  const sheets: SheetEntry[] = [];
   let sstFrom: number | undefined;
   let sstTo: number | undefined;
-  let outBytes = 0;
-  const push = (record: RecordOut): void => {
-    out.push(record);
-    outBytes += 4 + record.data.length;
-  };
-  const globalGroups = groupsOf(globals.records);
-  const sheetKinds = sheetKindsOf(globalGroups);
+  const sheetKinds = sheetKindsOf(stream, globals);
   // Excel 4.0 macro sheets and VBA module sheets go, with every later sheet renumbered.
   const sheetMap = new SheetMap(
     sheetKinds.map((kind) => kind === SHEET_KIND.macro || kind === SHEET_KIND.vbModule),
@@ -275,31 +262,33 @@ function rebuildWorkbookStream(
   const removedSupbooks = new Set<number>();
   // EXTERNSHEET entries into removed links: formulas through them become their cached values.
   const removedXtis = new Set<number>();
-  for (const group of globalGroups) {
-    const { type, data } = group.head;
+  const records = new RecordCursor(stream, globals.offset, globals.end);
+  while (records.nextGroup()) {
+    const { type } = records;
     if (type === RT.FILEPASS) {
       reject(
         'password_protected',
         'the Excel workbook is encrypted ([MS-XLS] FILEPASS); it cannot be opened without its password',
       );
     }
-    const refusedRecord = REFUSED_RECORDS.get(type);
+    const refusedRecord = isKeptRecord(type) ? undefined : REFUSED_RECORDS.get(type);
     if (refusedRecord !== undefined) refuse(refusedRecord);
     if (type === RT.BOUNDSHEET8) {
       sheetIndex += 1;
-      const kind = data[5] ?? 0;
+      const kind = records.byte(5);
       if (sheetMap.newIndex(sheetIndex) === undefined) {
         findings.add(kind === SHEET_KIND.vbModule ? 'vba-macro' : 'xlm-macro');
         continue;
       }
-      const entry = { data: Uint8Array.from(data), offset: u32le(data, 0), kind };
-      sheets.push({ entry, at: out.length });
-      push({ type, data: entry.data });
+      const offset = u32le(records.data(), 0);
+      sheets.push({ offset, kind, lbPlyPosAt: out.length + RECORD_HEADER_BYTES });
+      // The record alone: its sheet name fits it (checked above), a CONTINUE after it is stray.
+      out.copy(records.offset, records.headEnd);
       continue;
     }
     if (type === RT.NAME) {
       namePosition += 1;
-      const whole = joined(group);
+      const whole = records.joined();
       const refused = nameRefusal(whole, removedXtis);
       if (refused === null) {
         reject(
@@ -311,50 +300,51 @@ function rebuildWorkbookStream(
       const newItab = itab === 0 ? 0 : sheetMap.newIndex(itab - 1);
       if (refused !== undefined || newItab === undefined) {
         findings.add('xlm-macro');
-        push({ type, data: disarmedName(namePosition, newItab === undefined ? 0 : newItab + 1) });
+        out.write(type, disarmedName(namePosition, newItab === undefined ? 0 : newItab + 1));
         continue;
       }
       if (sheetMap.changed && itab !== 0) {
-        push({ type, data: withNameItab(whole, newItab + 1) });
+        out.write(type, withNameItab(whole, newItab + 1));
         continue;
       }
     } else if (type === RT.SUPBOOK) {
       supbooks += 1;
       externNames = 0;
+      const data = records.data();
       const kind = supbookKind(data);
       inRemovedLink = kind === 'workbook' || kind === 'dde';
       if (inRemovedLink) {
         // The link goes; an add-in SUPBOOK keeps the place formulas count SUPBOOKs by.
         findings.add(kind === 'dde' ? 'dde-link' : 'external-relationship');
         removedSupbooks.add(supbooks - 1);
-        push({ type, data: ADD_IN_SUPBOOK });
+        out.write(type, ADD_IN_SUPBOOK);
         continue;
       }
       if (kind === 'self') {
         selfSupbook = supbooks - 1;
         if (sheetMap.changed) {
-          push({ type, data: renumberedSelfSupbook(data, sheetMap) });
+          out.write(type, renumberedSelfSupbook(data, sheetMap));
           continue;
         }
       }
     } else if (type === RT.EXTERNNAME && inRemovedLink) {
       externNames += 1;
-      push({ type, data: disarmedExternName(externNames) });
+      out.write(type, disarmedExternName(externNames));
       continue;
     } else if (EXTERNAL_CACHE_RECORDS.has(type) && inRemovedLink) {
       continue;
     } else if (type === EXTERNSHEET && (sheetMap.changed || removedSupbooks.size > 0)) {
       // Every XTI must be read to renumber them; EXTERNSHEET continued is 1,370 XTIs and more.
-      if (group.continues.length > 0) refuse('an EXTERNSHEET too long to renumber');
+      if (records.continued) refuse('an EXTERNSHEET too long to renumber');
       const supbookPlaces = { self: selfSupbook, removed: removedSupbooks };
-      push({ type, data: renumberedExternSheet(data, supbookPlaces, sheetMap, removedXtis) });
+      out.write(type, renumberedExternSheet(records.data(), supbookPlaces, sheetMap, removedXtis));
       continue;
     } else if (sheetMap.changed && type === WINDOW1) {
-      push({ type, data: renumberedWindow(data, sheetMap) });
+      out.write(type, renumberedWindow(records.data(), sheetMap));
       continue;
     } else if (sheetMap.changed && type === RRTABID) {
-      const ids = renumberedTabIds(data, sheetMap, sheetKinds.length);
-      if (ids !== undefined) push({ type, data: ids });
+      const ids = renumberedTabIds(records.data(), sheetMap, sheetKinds.length);
+      if (ids !== undefined) out.write(type, ids);
       continue;
     } else if (type === WRITE_ACCESS) {
       findings.add('document-metadata');
@@ -363,22 +353,21 @@ function rebuildWorkbookStream(
       // The VBA project these name goes with `_VBA_PROJECT_CUR`, counted there.
       continue;
     } else if (type === RT.SST) {
-      sstFrom = group.head.offset;
-      sstTo = outBytes;
+      sstFrom = records.offset;
+      sstTo = out.length;
     } else if (type === RT.EXTSST && sstFrom !== undefined && sstTo !== undefined) {
-      push({ type, data: shiftedExtSst(data, sstTo - sstFrom) });
+      out.write(type, shiftedExtSst(records.data(), sstTo - sstFrom));
       continue;
     } else if (!isKeptRecord(type) && type !== RT.BOF && type !== RT.EOF) {
       findings.add('hidden-data');
       continue;
     }
-    for (const record of [group.head, ...group.continues]) push(record);
+    out.copy(records.offset, records.end);
   }
 
   // BOUNDSHEET8 lbPlyPos ([MS-XLS] 2.4.28) is the absolute stream offset of the sheet's BOF.
-  const sheetStreams: Uint8Array[] = [];
-  let sheetOffset = outBytes;
-  for (const { entry } of sheets) {
+  const sheetOffsets: number[] = [];
+  for (const entry of sheets) {
     const substream = bySheetOffset.get(entry.offset);
     if (substream === undefined) {
       reject(
@@ -387,14 +376,15 @@ function rebuildWorkbookStream(
       );
     }
     deadline.check();
-    const written = writeRecords(
-      rebuildSheet(substream, { kind: entry.kind, removedXtis }, findings),
-    );
-    new DataView(entry.data.buffer).setUint32(0, sheetOffset, true);
-    sheetStreams.push(written);
-    sheetOffset += written.length;
+    sheetOffsets.push(out.length);
+    rebuildSheet(stream, substream, { kind: entry.kind, removedXtis, findings, out });
   }
-  return Buffer.concat([writeRecords(out), ...sheetStreams]);
+  const written = out.finish();
+  const view = new DataView(written.buffer, written.byteOffset, written.byteLength);
+  sheets.forEach((entry, index) => {
+    view.setUint32(entry.lbPlyPosAt, sheetOffsets[index] ?? 0, true);
+  });
+  return written;
 }
 
 /**
@@ -417,43 +407,54 @@ function shiftedExtSst(data: Uint8Array, delta: number): Uint8Array {
 /** Records after a FORMULA that may come before its STRING: its shared, array or table formula. */
 const FORMULA_COMPANIONS: ReadonlySet<number> = new Set([RT.SHRFMLA, RT.ARRAY, 0x0236]);
 
+/** What a sheet's rebuild reads beside its records, and where it writes them. */
+interface SheetRebuild {
+  readonly kind: number;
+  readonly removedXtis: ReadonlySet<number>;
+  readonly findings: FindingTally;
+  readonly out: RecordWriter;
+}
+
 function rebuildSheet(
+  stream: Uint8Array,
   substream: Substream,
-  { kind, removedXtis }: { readonly kind: number; readonly removedXtis: ReadonlySet<number> },
-  findings: FindingTally,
-): RecordOut[] {
-  const bof = substream.records[0]?.data ?? new Uint8Array();
-  if (bof.length < 4 || u16le(bof, 0) !== BIFF8_VERSION || u16le(bof, 2) !== SHEET_BOF.get(kind)) {
+  { kind, removedXtis, findings, out }: SheetRebuild,
+): void {
+  const bof = bofOf(stream, substream);
+  if (bof.size < 4 || bof.u16(0) !== BIFF8_VERSION || bof.u16(2) !== SHEET_BOF.get(kind)) {
     reject(
       'invalid_file',
       `${WHAT} has a sheet whose BOF does not match its BOUNDSHEET8 kind ([MS-XLS] 2.4.21)`,
     );
   }
-  const groups = groupsOf(substream.records);
-  const refusedGroups = refusedFormulaGroups(groups, removedXtis, findings);
-  const out: RecordOut[] = [];
-  const consumed = new Set<number>();
+  const refusedGroups = refusedFormulaGroups(stream, substream, removedXtis, findings);
+  // The STRING record of a formula flattened to its cached text, which its LABEL replaces.
+  let consumedAt = -1;
   let droppedLink = false;
-  for (const [index, group] of groups.entries()) {
-    if (consumed.has(index)) continue;
-    const { type, data } = group.head;
-    const refusedRecord = REFUSED_RECORDS.get(type);
+  const records = new RecordCursor(stream, substream.offset, substream.end);
+  while (records.nextGroup()) {
+    if (records.offset === consumedAt) continue;
+    const { type } = records;
+    const refusedRecord = isKeptRecord(type) ? undefined : REFUSED_RECORDS.get(type);
     if (refusedRecord !== undefined) refuse(refusedRecord);
     if (type === RT.FORMULA) {
-      const refused = formulaRefusal(data, refusedGroups, removedXtis);
+      const refused = formulaRefusal(records, refusedGroups, removedXtis);
       if (refused === undefined) {
-        emit(out, group);
+        out.copy(records.offset, records.end);
         continue;
       }
       if (refused !== 'group') findings.add(refused);
-      out.push(flattened(data, groups, index, consumed));
+      const value = flattened(records, substream.end);
+      consumedAt = value.stringAt;
+      out.write(value.type, value.data);
       continue;
     }
     if (type === RT.SHRFMLA || type === RT.ARRAY) {
-      if (!refusedGroups.has(anchorOf(data))) emit(out, group);
+      if (!refusedGroups.has(anchorOf(records))) out.copy(records.offset, records.end);
       continue;
     }
     if (type === RT.OBJ) {
+      const data = records.data();
       const stripped = objectWithoutActiveParts(data);
       const refused = stripped === null ? null : objectRefusal(stripped.data);
       if (stripped === null || refused === null) {
@@ -464,36 +465,39 @@ function rebuildSheet(
       }
       if (refused !== undefined) refuse(refused);
       tallyObjectRemovals(stripped.removed, findings);
-      if (stripped.data === data) emit(out, group);
-      else out.push({ type, data: stripped.data }, ...group.continues);
+      if (stripped.data === data) {
+        out.copy(records.offset, records.end);
+      } else {
+        out.write(type, stripped.data);
+        out.copy(records.headEnd, records.end);
+      }
       continue;
     }
     if (type === RT.HLINK) {
-      droppedLink = !isKeptHyperlink(joined(group));
+      droppedLink = !isKeptHyperlink(records.joined());
       if (droppedLink) findings.add('external-relationship');
-      else emit(out, group);
+      else out.copy(records.offset, records.end);
       continue;
     }
     if (type === RT.HLINKTOOLTIP) {
-      if (!droppedLink) emit(out, group);
+      if (!droppedLink) out.copy(records.offset, records.end);
       continue;
     }
     if (type === RT.BRAI) {
-      const refused = braiRefusal(data, removedXtis);
+      const refused = braiRefusal(records.data(), removedXtis);
       if (refused !== undefined) refuse(refused);
-      emit(out, group);
+      out.copy(records.offset, records.end);
       continue;
     }
     if (type === RT.OBJPROJ || type === RT.CODENAME) continue;
     // [MS-XLS] 2.4.144 INDEX and 2.4.71 DBCELL only speed up reading; their offsets would change.
     if (type === 0x020b || type === 0x00d7) continue;
     if (type === RT.BOF || type === RT.EOF || isKeptRecord(type)) {
-      emit(out, group);
+      out.copy(records.offset, records.end);
       continue;
     }
     findings.add('hidden-data');
   }
-  return out;
 }
 
 /** The findings for what came off an OBJ record (its `MBD…` storage is counted where it goes). */
@@ -504,9 +508,14 @@ function tallyObjectRemovals({ macro, ole }: ObjectRemovals, findings: FindingTa
   else if (ole === 'embedded') findings.add('embedded-object');
 }
 
-/** Where a shared or array formula starts (its first row and column), as PtgExp names it. */
-function anchorOf(data: Uint8Array): string {
-  return `${u16le(data, 0)}:${data[4] ?? 0}`;
+/** A cell as a number, row in the high 16 bits: how shared and array formulas are found. */
+function cellKey(row: number, column: number): number {
+  return row * 0x10000 + column;
+}
+
+/** Where the current shared or array formula starts (its first row and column). */
+function anchorOf(records: RecordCursor): number {
+  return cellKey(records.u16(0), records.byte(4));
 }
 
 /**
@@ -514,91 +523,107 @@ function anchorOf(data: Uint8Array): string {
  * rgce; 2.4.4 ARRAY: RefU, 6 bytes, then cce and rgce) the screening refuses, by anchor.
  */
 function refusedFormulaGroups(
-  groups: readonly RecordGroup[],
+  stream: Uint8Array,
+  substream: Substream,
   removedXtis: ReadonlySet<number>,
   findings: FindingTally,
-): Set<string> {
-  const refused = new Set<string>();
-  for (const { head } of groups) {
-    const tokensAt = head.type === RT.SHRFMLA ? 10 : head.type === RT.ARRAY ? 14 : undefined;
+): Set<number> {
+  const refused = new Set<number>();
+  if (!substream.formulaGroups) return refused;
+  const records = new RecordCursor(stream, substream.offset, substream.end);
+  while (records.nextGroup()) {
+    const tokensAt = records.type === RT.SHRFMLA ? 10 : records.type === RT.ARRAY ? 14 : undefined;
     if (tokensAt === undefined) continue;
-    const cce = u16le(head.data, tokensAt - 2);
-    const end = tokensAt + cce;
+    const end = tokensAt + records.u16(tokensAt - 2);
     const kind =
-      end > head.data.length
+      end > records.size
         ? 'hidden-data'
-        : refusedBiffFormula(head.data.subarray(tokensAt, end), removedXtis);
+        : refusedBiffFormula(records.data(tokensAt, end), removedXtis);
     if (kind !== undefined) {
       findings.add(kind);
-      refused.add(anchorOf(head.data));
+      refused.add(anchorOf(records));
     }
   }
   return refused;
 }
 
-/** Why a FORMULA record's formula may not stay; `group` when its shared formula is refused. */
+/** Why the current FORMULA record's formula may not stay; `group` when its shared formula is refused. */
 function formulaRefusal(
-  data: Uint8Array,
-  refusedGroups: ReadonlySet<string>,
+  records: RecordCursor,
+  refusedGroups: ReadonlySet<number>,
   removedXtis: ReadonlySet<number>,
 ): FindingKind | 'group' | undefined {
-  if (data.length < FORMULA_TOKENS_AT) {
+  if (records.size < FORMULA_TOKENS_AT) {
     reject(
       'invalid_file',
       `${WHAT} has a FORMULA record too short for its cell ([MS-XLS] 2.4.127)`,
     );
   }
-  const cce = u16le(data, FORMULA_TOKENS_AT - 2);
+  const cce = records.u16(FORMULA_TOKENS_AT - 2);
   const end = FORMULA_TOKENS_AT + cce;
-  if (end > data.length) return 'hidden-data';
-  const rgce = data.subarray(FORMULA_TOKENS_AT, end);
-  if (rgce[0] === PTG_EXP && cce === 5) {
-    return refusedGroups.has(`${u16le(rgce, 1)}:${u16le(rgce, 3)}`) ? 'group' : undefined;
+  if (end > records.size) return 'hidden-data';
+  // PtgExp: the row and column of the shared or array formula this cell is a row of.
+  if (records.byte(FORMULA_TOKENS_AT) === PTG_EXP && cce === 5) {
+    const anchor = cellKey(records.u16(FORMULA_TOKENS_AT + 1), records.u16(FORMULA_TOKENS_AT + 3));
+    return refusedGroups.has(anchor) ? 'group' : undefined;
   }
-  return refusedBiffFormula(rgce, removedXtis);
+  // Read in place: a view per formula, a million times a sheet, costs more than the walk.
+  const tokensAt = records.dataAt + FORMULA_TOKENS_AT;
+  return refusedBiffFormula(records.stream, removedXtis, tokensAt, tokensAt + cce);
+}
+
+/** A formula cell's value record, and the offset of the STRING record it took its text from. */
+interface FlattenedCell {
+  readonly type: number;
+  readonly data: Uint8Array;
+  /** The STRING record that is not written, or -1. */
+  readonly stringAt: number;
 }
 
 /**
- * The value record of a formula cell's cached value ([MS-XLS] 2.5.133 FormulaValue): NUMBER for a
- * number, BOOLERR for a boolean or an error, LABEL with the text of the STRING record that follows
- * for a string (which is then not written), BLANK when there is no value to show.
+ * The value record of the current formula cell's cached value ([MS-XLS] 2.5.133 FormulaValue):
+ * NUMBER for a number, BOOLERR for a boolean or an error, LABEL with the text of the STRING
+ * record that follows for a string (which is then not written), BLANK when there is no value to
+ * show. `to` is the end of the sheet's substream.
  */
-function flattened(
-  data: Uint8Array,
-  groups: readonly RecordGroup[],
-  index: number,
-  consumed: Set<number>,
-): RecordOut {
+function flattened(records: RecordCursor, to: number): FlattenedCell {
+  const data = records.data();
   const cell = data.subarray(0, 6);
   if (u16le(data, 12) !== 0xffff) {
-    return { type: RT.NUMBER, data: Buffer.concat([cell, data.subarray(6, 14)]) };
+    return {
+      type: RT.NUMBER,
+      data: Buffer.concat([cell, data.subarray(6, 14)]),
+      stringAt: -1,
+    };
   }
   const valueType = data[6];
   if (valueType === 1 || valueType === 2) {
     return {
       type: RT.BOOLERR,
       data: Buffer.concat([cell, Uint8Array.of(data[8] ?? 0, valueType - 1)]),
+      stringAt: -1,
     };
   }
-  if (valueType === 3)
-    return { type: RT.LABEL, data: Buffer.concat([cell, Uint8Array.of(0, 0, 0)]) };
+  if (valueType === 3) {
+    return { type: RT.LABEL, data: Buffer.concat([cell, Uint8Array.of(0, 0, 0)]), stringAt: -1 };
+  }
+  let stringAt = -1;
   if (valueType === 0) {
-    for (let next = index + 1; next < groups.length; next += 1) {
-      const group = groups[next];
-      if (group === undefined) break;
-      if (group.head.type === RT.STRING) {
-        consumed.add(next);
+    const next = new RecordCursor(records.stream, records.end, to);
+    while (next.nextGroup()) {
+      if (next.type === RT.STRING) {
+        stringAt = next.offset;
         // XLUnicodeString ([MS-XLS] 2.5.294): cch, a flags byte (bit 0: UTF-16), the characters.
-        const text = joined(group);
+        const text = next.joined();
         const characters = u16le(text, 0);
         const size = 3 + characters * ((text[2] ?? 0) & 0x01 ? 2 : 1);
         if (characters <= MAX_LABEL_CHARACTERS && text.length === size) {
-          return { type: RT.LABEL, data: Buffer.concat([cell, text]) };
+          return { type: RT.LABEL, data: Buffer.concat([cell, text]), stringAt };
         }
         break;
       }
-      if (!FORMULA_COMPANIONS.has(group.head.type)) break;
+      if (!FORMULA_COMPANIONS.has(next.type)) break;
     }
   }
-  return { type: RT.BLANK, data: Uint8Array.from(cell) };
+  return { type: RT.BLANK, data: Uint8Array.from(cell), stringAt };
 }

@@ -4,7 +4,7 @@
  * and its record stream walked again.
  */
 import { openCompoundFile } from '../../../_internal/cfb-reader.ts';
-import { u16le, u32le } from '../../../_internal/bytes.ts';
+import { u32le } from '../../../_internal/bytes.ts';
 import type { HandlerOutput } from '../../types.ts';
 import { VerifyFailure } from '../../types.ts';
 import { PTG_EXP, refusedBiffFormula } from './formulas.ts';
@@ -17,7 +17,7 @@ import {
   SHEET_KIND,
   supbookRefusal,
 } from './judge.ts';
-import { RT } from './records.ts';
+import { RecordCursor, RT } from './records.ts';
 
 /** Records verify judges one by one; every other record must be on the copied allowlist. */
 const JUDGED_RECORDS: ReadonlySet<number> = new Set([
@@ -53,73 +53,72 @@ export function verifyExcelBinary(output: HandlerOutput): void {
   if (workbook?.kind !== 'stream') {
     throw new VerifyFailure('xls.streams', 'the rebuilt workbook has no Workbook stream');
   }
-  const { content } = workbook;
-  // A plain Uint8Array view: a Buffer's subarray costs several times as much (see records.ts).
-  const stream = new Uint8Array(content.buffer, content.byteOffset, content.byteLength);
+  const records = new RecordCursor(workbook.content);
+  const { stream } = records;
   const fail = (detail: string): never => {
     throw new VerifyFailure('xls.records', `the rebuilt workbook stream ${detail}`);
   };
   const bofOffsets = new Set<number>();
   const sheetOffsets: number[] = [];
-  let offset = 0;
-  while (offset < stream.length) {
-    if (offset + 4 > stream.length) fail('ends inside a record header');
-    const type = u16le(stream, offset);
-    const size = u16le(stream, offset + 2);
-    const data = stream.subarray(offset + 4, offset + 4 + size);
-    if (data.length !== size) fail(`has a record at ${offset} running past its end`);
+  while (records.next()) {
+    const { type, offset } = records;
+    if (records.end > stream.length) fail(`has a record at ${offset} running past its end`);
     if (
       offset === 0 &&
-      (type !== RT.BOF || u16le(data, 0) !== 0x0600 || u16le(data, 2) !== 0x0005)
+      (type !== RT.BOF || records.u16(0) !== 0x0600 || records.u16(2) !== 0x0005)
     ) {
       fail('does not open with BIFF8 workbook globals');
     }
     if (type === RT.BOF) bofOffsets.add(offset);
     if (!isKeptRecord(type) && !JUDGED_RECORDS.has(type))
       fail(`holds record 0x${type.toString(16)}`);
-    const judged = judge(type, data);
+    const judged = judge(records);
     if (judged !== undefined) fail(`holds ${judged}`);
-    if (type === RT.BOUNDSHEET8) sheetOffsets.push(u32le(data, 0));
-    offset += 4 + size;
+    if (type === RT.BOUNDSHEET8) sheetOffsets.push(u32le(records.data(), 0));
   }
+  if (records.end !== stream.length) fail('ends inside a record header');
   for (const sheet of sheetOffsets) {
     if (!bofOffsets.has(sheet)) fail(`lists a sheet at ${sheet}, where no BOF starts`);
   }
 }
 
-/** What a judged record holds that may not be released, or `undefined`. */
-function judge(type: number, data: Uint8Array): string | undefined {
-  switch (type) {
+/** What the current record holds that may not be released, or `undefined`. */
+function judge(records: RecordCursor): string | undefined {
+  switch (records.type) {
     case RT.BOUNDSHEET8: {
-      const kind = data[5];
+      const kind = records.byte(5);
       return kind === SHEET_KIND.macro || kind === SHEET_KIND.vbModule
         ? 'a macro sheet'
         : undefined;
     }
     case RT.NAME:
       // A NAME written long enough to need CONTINUE is judged on its first record's data.
-      return nameRefusal(data) ?? undefined;
+      return nameRefusal(records.data()) ?? undefined;
     case RT.SUPBOOK:
-      return supbookRefusal(data);
+      return supbookRefusal(records.data());
     case RT.FORMULA: {
-      const rgce = data.subarray(22, 22 + u16le(data, 20));
-      if (rgce[0] === PTG_EXP) return undefined;
-      return refusedBiffFormula(rgce) === undefined ? undefined : 'a refused formula';
+      // The tokens read in place, within the record (see rebuild.ts).
+      const start = records.dataAt + Math.min(22, records.size);
+      const end = records.dataAt + Math.min(22 + records.u16(20), records.size);
+      if (start < end && records.stream[start] === PTG_EXP) return undefined;
+      return refusedBiffFormula(records.stream, undefined, start, end) === undefined
+        ? undefined
+        : 'a refused formula';
     }
     case RT.SHRFMLA:
-      return refusedBiffFormula(data.subarray(10, 10 + u16le(data, 8))) === undefined
+      return refusedBiffFormula(records.data(10, 10 + records.u16(8))) === undefined
         ? undefined
         : 'a refused shared formula';
     case RT.ARRAY:
-      return refusedBiffFormula(data.subarray(14, 14 + u16le(data, 12))) === undefined
+      return refusedBiffFormula(records.data(14, 14 + records.u16(12))) === undefined
         ? undefined
         : 'a refused array formula';
     case RT.OBJ:
-      return objectRefusal(data) ?? undefined;
+      return objectRefusal(records.data()) ?? undefined;
     case RT.HLINK:
-      return isKeptHyperlink(data) ? undefined : 'a hyperlink to a refused target';
+      return isKeptHyperlink(records.data()) ? undefined : 'a hyperlink to a refused target';
     case RT.BRAI:
-      return braiRefusal(data);
+      return braiRefusal(records.data());
     default:
       return undefined;
   }

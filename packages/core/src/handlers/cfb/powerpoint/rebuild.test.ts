@@ -350,6 +350,60 @@ describe('PowerPoint 97-2003 rebuild', () => {
     expect(texts['out.ppt']).toBe(texts['in.ppt']);
   }, 120_000);
 
+  it('keeps the rebuilt pictures in picture store order, each entry pointing at its own', async () => {
+    const model = readPowerPoint(deck);
+    const widths = [96, 8, 40, 24];
+    const blips: Buffer[] = [];
+    const entries: Buffer[] = [];
+    let offset = 0;
+    for (const [index, width] of widths.entries()) {
+      // The second picture is damaged: it is refused and its entry names no picture.
+      const png =
+        index === 1
+          ? Buffer.from('\x89PNG\r\n\x1a\n not a picture', 'latin1')
+          : await buildImage('png', { width, height: 16 });
+      const { blip, entry } = pngBlip(png, offset);
+      blips.push(blip);
+      entries.push(entry);
+      offset += blip.length;
+    }
+    let doc = model.objects.get(model.docPersistIdRef) ?? Buffer.alloc(8);
+    const store = [PPT_RECORD.drawingGroup, PPT_RECORD.officeArtDgg, PPT_RECORD.officeArtBStore];
+    for (const entry of entries) doc = insertRecord(doc, store, entry);
+    model.objects.set(model.docPersistIdRef, doc);
+    const outcome = await disarm({
+      bytes: writePowerPoint(model, { pictures: Buffer.concat(blips) }),
+      fileName: 'deck.ppt',
+    });
+    if (outcome.status !== 'cleaned') throw new Error(outcome.detail);
+    expect(outcome.findings).toContainEqual({ kind: 'hidden-data', count: 1 });
+    const kept = olefileListing(outcome.bytes).entries.find((item) => item.path === 'Pictures');
+    const stream = Buffer.from(kept?.hex ?? '', 'hex');
+    // Each record's PNG width (IHDR, 16 bytes into the PNG after 8 + 16 + 1 bytes of record).
+    const found: { offset: number; size: number; width: number }[] = [];
+    for (let at = 0; at < stream.length; at += stream.readUInt32LE(at + 4) + 8) {
+      const size = stream.readUInt32LE(at + 4) + 8;
+      found.push({ offset: at, size, width: stream.readUInt32BE(at + 25 + 16) });
+    }
+    expect(found.map((picture) => picture.width)).toEqual([96, 40, 24]);
+    // The store entries in order: [MS-ODRAW] 2.2.32 size at 20 and foDelay at 28 of the body.
+    const written = readPowerPoint(outcome.bytes);
+    const document = written.objects.get(written.docPersistIdRef) ?? Buffer.alloc(0);
+    const named: [number, number][] = [];
+    for (let at = 0; at + 8 <= document.length; at += 1) {
+      if (document.readUInt16LE(at + 2) !== 0xf007 || document.readUInt32LE(at + 4) !== 36)
+        continue;
+      named.push([document.readUInt32LE(at + 8 + 28), document.readUInt32LE(at + 8 + 20)]);
+    }
+    const none = 0xffffffff;
+    expect(named).toEqual([
+      [found[0]?.offset, found[0]?.size],
+      [none, 0],
+      [found[1]?.offset, found[1]?.size],
+      [found[2]?.offset, found[2]?.size],
+    ]);
+  });
+
   it('refuses an encrypted presentation as password_protected', async () => {
     const outcome = await disarm({
       bytes: withHeaderToken(deck, 0xf3d1c4df),

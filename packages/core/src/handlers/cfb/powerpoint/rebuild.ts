@@ -1,4 +1,5 @@
 import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
+import { forEachLimited, MEMBER_CONCURRENCY } from '../../../_internal/concurrency.ts';
 import { childNamed, streamNamed } from '../../../_internal/cfb/tree.ts';
 import type { CompoundStorage, CompoundStream } from '../../../_internal/cfb/tree.ts';
 import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
@@ -314,26 +315,47 @@ function rewriteRecord(
   removedIds: ReadonlySet<number>,
   findings: FindingTally,
 ): Uint8Array {
-  if (!isContainer(record)) return bytes.subarray(record.offset, record.end);
-  const parts: Uint8Array[] = [bytes.subarray(record.offset, record.body)];
-  let length = RECORD_HEADER_BYTES;
+  return (
+    rewrittenContainer(bytes, record, removedIds, findings) ??
+    bytes.subarray(record.offset, record.end)
+  );
+}
+
+/**
+ * {@link rewriteRecord} for a container, or `undefined` when nothing in it changes: most of a
+ * presentation's containers are copied whole, and only those on the way to a removed record
+ * are joined anew.
+ */
+function rewrittenContainer(
+  bytes: Uint8Array,
+  record: PptRecord,
+  removedIds: ReadonlySet<number>,
+  findings: FindingTally,
+): Uint8Array | undefined {
+  if (!isContainer(record)) return undefined;
+  // Made at the first change, starting with the header and the children before it, unchanged.
+  let parts: Uint8Array[] | undefined;
+  let length = 0;
   for (const child of childrenOf(bytes, record)) {
     const removal = removalOf(bytes, child);
-    if (removal) {
-      findings.add(removal.kind);
-      continue;
+    if (removal) findings.add(removal.kind);
+    const dropped =
+      removal !== undefined ||
+      (child.recType === RT.exObjRefAtom &&
+        child.end - child.body >= 4 &&
+        removedIds.has(u32le(bytes, child.body)));
+    const changed = dropped ? undefined : rewrittenContainer(bytes, child, removedIds, findings);
+    if (parts === undefined) {
+      if (!dropped && changed === undefined) continue;
+      parts = [bytes.subarray(record.offset, child.offset)];
+      length = child.offset - record.offset;
     }
-    if (
-      child.recType === RT.exObjRefAtom &&
-      child.end - child.body >= 4 &&
-      removedIds.has(u32le(bytes, child.body))
-    ) {
-      continue;
-    }
-    const part = rewriteRecord(bytes, child, removedIds, findings);
+    if (dropped) continue;
+    const part = changed ?? bytes.subarray(child.offset, child.end);
     parts.push(part);
     length += part.length;
   }
+  if (parts === undefined) return undefined;
   const out = concat(parts, length);
   new DataView(out.buffer).setUint32(4, length - RECORD_HEADER_BYTES, true);
   return out;
@@ -356,41 +378,114 @@ async function relinkPictures(
   const { stream, objects, docPersistIdRef, pictures } = from;
   const documentRecord = objects.find((object) => object.persistId === docPersistIdRef)?.record;
   if (!documentRecord) throw new TypeError('the document container was checked to be live');
-  // A copy to patch: the stream may be a view of the caller's bytes, and a Buffer's slice is one.
-  const document = Uint8Array.from(stream.subarray(documentRecord.offset, documentRecord.end));
-  const view = new DataView(document.buffer, document.byteOffset);
-  const chunks: Uint8Array[] = [];
-  const moved = new Map<number, { offset: number; size: number }>();
-  let length = 0;
+  // The BLIP each entry names, once per BLIP, in the order the entries first name them.
+  const blips: PptRecord[] = [];
+  const blipIndex = new Map<number, number>();
+  const relinked: { readonly at: number; readonly blip: number }[] = [];
+  // A broken entry is reported once the pictures named before it are rebuilt, as when each
+  // picture was rebuilt where its entry was met: a threat among them is what the file is refused for.
+  let broken: Rejection | undefined;
   for (const entry of blipStoreEntries(stream, documentRecord)) {
     const size = u32le(stream, entry.body + FBSE_SIZE_OFFSET);
     const delay = u32le(stream, entry.body + FBSE_DELAY_OFFSET);
     if (delay === NOT_DELAYED || size === 0) continue;
-    let target = moved.get(delay);
-    if (target === undefined) {
-      rebuild.context.deadline.check();
-      const blip = readRecord(pictures, delay, pictures.length);
-      if (!isBlipType(blip.recType) || blip.end - blip.offset !== size) {
-        throw new Rejection(
-          'invalid_file',
-          `${WHAT}'s picture at offset ${delay} of the Pictures stream is not the picture its BLIP store entry describes`,
-        );
+    let index = blipIndex.get(delay);
+    if (index === undefined) {
+      try {
+        blips.push(checkedBlip(pictures, delay, size));
+      } catch (error) {
+        if (!(error instanceof Rejection)) throw error;
+        broken = error;
+        break;
       }
-      const rebuilt = await rebuildBlip(pictures, blip, moved.size, rebuild);
-      target = rebuilt
-        ? { offset: length, size: rebuilt.length }
-        : { offset: NOT_DELAYED, size: 0 };
-      moved.set(delay, target);
-      if (rebuilt) {
-        chunks.push(rebuilt);
-        length += rebuilt.length;
-      }
+      index = blips.length - 1;
+      blipIndex.set(delay, index);
     }
-    const at = entry.body - documentRecord.offset;
+    relinked.push({ at: entry.body - documentRecord.offset, blip: index });
+  }
+  const rebuilt = await rebuildPictures(pictures, blips, rebuild);
+  if (broken) throw broken;
+
+  const targets: { offset: number; size: number }[] = [];
+  let length = 0;
+  for (const picture of rebuilt) {
+    targets.push(
+      picture ? { offset: length, size: picture.length } : { offset: NOT_DELAYED, size: 0 },
+    );
+    length += picture?.length ?? 0;
+  }
+  // A copy to patch: the stream may be a view of the caller's bytes, and a Buffer's slice is one.
+  const document = Uint8Array.from(stream.subarray(documentRecord.offset, documentRecord.end));
+  const view = new DataView(document.buffer, document.byteOffset);
+  for (const { at, blip } of relinked) {
+    const target = targets[blip] ?? { offset: NOT_DELAYED, size: 0 };
     view.setUint32(at + FBSE_SIZE_OFFSET, target.size, true);
     view.setUint32(at + FBSE_DELAY_OFFSET, target.offset, true);
   }
-  return { document, pictureStream: concat(chunks, length) };
+  const kept = rebuilt.filter((picture): picture is Uint8Array => picture !== undefined);
+  return { document, pictureStream: concat(kept, length) };
+}
+
+/**
+ * The BLIP at `delay` in the `Pictures` stream, which must be a BLIP record of the `size` its
+ * BLIP store entry gives.
+ * @throws {Rejection} `invalid_file` otherwise.
+ */
+function checkedBlip(pictures: Uint8Array, delay: number, size: number): PptRecord {
+  const blip = readRecord(pictures, delay, pictures.length);
+  if (!isBlipType(blip.recType) || blip.end - blip.offset !== size) {
+    throw new Rejection(
+      'invalid_file',
+      `${WHAT}'s picture at offset ${delay} of the Pictures stream is not the picture its BLIP store entry describes`,
+    );
+  }
+  return blip;
+}
+
+/**
+ * A picture's rebuild as it ended: its record (`undefined` when refused) and findings, or why it
+ * failed.
+ */
+type PictureOutcome =
+  | { readonly bytes: Uint8Array | undefined; readonly findings: FindingTally }
+  | { readonly error: unknown };
+
+/**
+ * The BLIPs rebuilt side by side, as a package's images are (one per CPU, their decodes under the
+ * document's decode ceiling), their findings counted in picture order. After a failure no other
+ * picture starts; the failure reported is the first in picture order, once every picture before
+ * it has finished, so the same file always fails the same way.
+ */
+async function rebuildPictures(
+  pictures: Uint8Array,
+  blips: readonly PptRecord[],
+  rebuild: PictureRebuild,
+): Promise<(Uint8Array | undefined)[]> {
+  const outcomes: (PictureOutcome | undefined)[] = blips.map(() => undefined);
+  let failed = false;
+  await forEachLimited([...blips.keys()], MEMBER_CONCURRENCY, async (index) => {
+    if (failed) return;
+    const findings = new FindingTally();
+    try {
+      rebuild.context.deadline.check();
+      const blip = blips[index];
+      if (blip === undefined) throw new TypeError('a picture index past the BLIPs');
+      const bytes = await rebuildBlip(pictures, blip, index, { ...rebuild, findings });
+      outcomes[index] = { bytes, findings };
+    } catch (error) {
+      failed = true;
+      outcomes[index] = { error };
+    }
+  });
+  const rebuilt: (Uint8Array | undefined)[] = [];
+  for (const outcome of outcomes) {
+    // Pictures that never started come after a failure, which is thrown first.
+    if (outcome === undefined) continue;
+    if ('error' in outcome) throw outcome.error;
+    rebuild.findings.addAll(outcome.findings.toArray());
+    rebuilt.push(outcome.bytes);
+  }
+  return rebuilt;
 }
 
 /** [MS-PPT] 2.4.3 DrawingGroupContainer → [MS-ODRAW] OfficeArtDggContainer → BStore → FBSE. */

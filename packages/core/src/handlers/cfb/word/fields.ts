@@ -113,9 +113,12 @@ export function neutraliseFields(
     }
   };
   for (const piece of pieces) {
-    for (let cp = piece.cpStart; cp < piece.cpEnd; cp += 1) {
-      const index = cp - piece.cpStart;
-      const offset = piece.offset + (piece.compressed ? index : index * 2);
+    const step = piece.compressed ? 1 : 2;
+    const end = piece.offset + (piece.cpEnd - piece.cpStart) * step;
+    for (let offset = piece.offset; offset < end; offset += step) {
+      // Outside every field only a begin mark counts: the text up to it is skipped at once.
+      if (open.length === 0) offset = nextFieldBegin(word, offset, end, step);
+      if (offset >= end) break;
       const char = piece.compressed ? (word[offset] ?? 0) : u16le(word, offset);
       const top = open.at(-1);
       if (char === FIELD_BEGIN) {
@@ -143,7 +146,7 @@ export function neutraliseFields(
       } else if (char === FIELD_END) {
         const field = open.pop();
         if (field) {
-          field.endCp = cp;
+          field.endCp = piece.cpStart + (offset - piece.offset) / step;
           close(field);
         }
       } else if (top?.inInstruction === true) {
@@ -174,6 +177,18 @@ export function neutraliseFields(
     lockFields(table, word, fib, ends);
   }
   return { removed };
+}
+
+/**
+ * The offset of the first field begin mark (0x13) from `from` to `end` of a piece of 8-bit
+ * (`step` 1) or UTF-16LE (`step` 2) text, or `end`.
+ */
+function nextFieldBegin(word: Uint8Array, from: number, end: number, step: number): number {
+  const text = word.subarray(from, end);
+  for (let at = text.indexOf(FIELD_BEGIN); at !== -1; at = text.indexOf(FIELD_BEGIN, at + 1)) {
+    if (step === 1 || (at % 2 === 0 && text[at + 1] === 0)) return from + at;
+  }
+  return end;
 }
 
 /** A field leaves nothing in its parent's instruction once its own instruction is blank. */

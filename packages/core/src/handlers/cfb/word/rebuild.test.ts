@@ -31,7 +31,7 @@ import type { CompoundNode, CompoundStorage } from '../../../_internal/cfb/tree.
 import { FindingTally } from '../../../findings.ts';
 import { artChildren, readArtRecord, walkArtRecords } from '../office-art.ts';
 import { neutraliseFields } from './fields.ts';
-import { parseFib } from './fib.ts';
+import { FC_LCB, fcLcb, parseFib } from './fib.ts';
 import { scanObjectPool } from './objects.ts';
 import { verifyWordBinary } from './verify.ts';
 
@@ -125,6 +125,42 @@ describe('Word 97-2003 rebuild', () => {
     for (const kept of ['included', 'picture', 'PAGE', ...TEXTS]) {
       expect(output.includes(utf16(kept)), kept).toBe(true);
     }
+  });
+
+  it('neutralises a field in 8-bit text as in 16-bit text', async () => {
+    const input = await buildWordBinary({ texts: TEXTS, dde: true });
+    const { root } = parseCompoundFile(input, { what: 'the input', maxBytes: input.length });
+    const streams = new Map(
+      root.children.flatMap((entry) => (entry.kind === 'stream' ? [[entry.name, entry]] : [])),
+    );
+    const wide = Buffer.from(streams.get('WordDocument')?.content ?? []);
+    const fib = parseFib(wide, 'the input');
+    const table = Buffer.from(streams.get(fib.tableName)?.content ?? []);
+    const wideReport = neutraliseFields(Buffer.from(wide), Buffer.from(table), fib, 'x', true);
+    // Each piece ([MS-DOC] 2.9.177 Pcd) stored again as 8-bit text after the stream's end, as
+    // Word stores text of one-byte characters (fc doubled, bit 30 set).
+    const { fc, lcb } = fcLcb(wide, fib, FC_LCB.clx);
+    const plc = fc + 5;
+    const count = (lcb - 5 - 4) / 12;
+    expect(table[fc]).toBe(0x02);
+    const eight: Buffer[] = [wide];
+    let end = wide.length;
+    for (let i = 0; i < count; i += 1) {
+      const cps = table.readUInt32LE(plc + (i + 1) * 4) - table.readUInt32LE(plc + i * 4);
+      const pcd = plc + (count + 1) * 4 + i * 8;
+      const at = table.readUInt32LE(pcd + 2) & 0x3fffffff;
+      const text = Buffer.from(wide.subarray(at, at + cps * 2).toString('utf16le'), 'latin1');
+      table.writeUInt32LE(((end * 2) | 0x40000000) >>> 0, pcd + 2);
+      eight.push(text);
+      end += text.length;
+    }
+    const word = Buffer.concat(eight);
+    expect(word.includes(Buffer.from('DDEAUTO', 'latin1'))).toBe(true);
+    const report = neutraliseFields(word, table, fib, 'the input', true);
+    expect(report.removed).toEqual(['dde-link', 'dde-link']);
+    expect(report.removed).toEqual(wideReport.removed);
+    expect(word.subarray(wide.length).includes(Buffer.from('DDEAUTO', 'latin1'))).toBe(false);
+    for (const kept of TEXTS) expect(word.includes(Buffer.from(kept, 'latin1')), kept).toBe(true);
   });
 
   it('leaves the submitted bytes as they were, whatever it neutralises', async () => {

@@ -22,6 +22,7 @@ import { disarm } from '../../disarm.ts';
 import { encodeBmp } from '../image/bmp/encode.ts';
 import type { DisarmOptions } from '../../disarm.ts';
 import type { Outcome } from '../../outcome.ts';
+import type { Renderer } from '../../render/renderer.ts';
 import { builtinScanner } from '../../scan/eicar.ts';
 import { cleaned } from '../../test-support.ts';
 
@@ -483,18 +484,31 @@ describe('zip rebuild', () => {
   });
 });
 
-/** An SVG file that passes detection; its family is not rebuilt yet, so it ends in a fault. */
+/** An SVG file that passes detection; drawn by {@link CRASHING}, it ends in a fault. */
 const SVG = TEXT_FIXTURES.svg;
+
+/** A renderer whose program dies on every document, as a crashed browser would. */
+const CRASHING: Renderer = {
+  name: 'crashing',
+  kinds: ['html', 'svg', 'spreadsheet', 'presentation'],
+  render: () => Promise.reject(new Error('the browser crashed')),
+  status: () => Promise.resolve({ name: 'crashing', kinds: [], ready: true }),
+  close: () => Promise.resolve(),
+};
+const FAULTY: DisarmOptions = { renderers: [CRASHING] };
 
 describe('archive verdicts consider every member, in any order', () => {
   async function both(
     first: { name: string; data: Uint8Array | string },
     second: { name: string; data: Uint8Array | string },
   ): Promise<Outcome[]> {
-    return [await run(buildRawZip([first, second])), await run(buildRawZip([second, first]))];
+    return [
+      await run(buildRawZip([first, second]), FAULTY),
+      await run(buildRawZip([second, first]), FAULTY),
+    ];
   }
 
-  it('a member whose family is not yet rebuilt never hides a threat', async () => {
+  it('a member that ends in a fault never hides a threat', async () => {
     for (const outcome of await both(
       { name: 'a.svg', data: SVG },
       { name: 'eicar.png', data: EICAR_TEST_FILE },
@@ -556,7 +570,7 @@ describe('archive verdicts consider every member, in any order', () => {
       { name: 'notes.txt', data: 'hello' },
       { name: 'm.png', data: 'MARKER' },
     ]);
-    const outcome = await run(input, { scanners });
+    const outcome = await run(input, { ...FAULTY, scanners });
     expect(outcome).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
     expect(outcome.status === 'rejected' && [...(outcome.threatNames ?? [])].sort()).toEqual([
       'EICAR-Test-File',
@@ -579,7 +593,7 @@ describe('archive verdicts consider every member, in any order', () => {
       { name: 'a.svg', data: SVG },
       { name: 'ok.png', data: await buildImage('png') },
     ]);
-    await expect(run(input)).rejects.toMatchObject({ code: 'ERR_NOT_YET_SUPPORTED' });
+    await expect(run(input, FAULTY)).rejects.toMatchObject({ code: 'ERR_INTERNAL' });
   });
 });
 

@@ -123,8 +123,17 @@ describe('the chromium renderer', () => {
           .toString('utf8')
           .replace(/^<\?xml[^>]*>\s*/, '')
           .replace(/^<!DOCTYPE svg[^>]*>\s*/, '');
-        const pdf = await renderer.render({ kind: vector.kind, markup }, options());
-        expect(pdfText(saved(pdf, `raw-${name}.pdf`))).not.toContain(EXECUTION_MARKER);
+        // A page that navigates itself away (meta refresh to an address every request to which
+        // is aborted) may leave Chromium nothing to print: a fault, failed closed, never a leak.
+        const pdf = await renderer
+          .render({ kind: vector.kind, markup }, options())
+          .catch((error: unknown) => {
+            if (name === 'html/meta-refresh' && isDisarmError(error, 'ERR_INTERNAL')) return;
+            throw error;
+          });
+        if (pdf !== undefined) {
+          expect(pdfText(saved(pdf, `raw-${name}.pdf`))).not.toContain(EXECUTION_MARKER);
+        }
       },
     );
   });

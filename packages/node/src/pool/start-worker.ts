@@ -8,6 +8,7 @@ import {
   builtinScanner,
   createClamdScanner,
   disarm as coreDisarm,
+  DisarmError,
   isDisarmError,
 } from '@disarm/core';
 import type {
@@ -105,7 +106,13 @@ export function startWorker(options: StartWorkerOptions = {}): void {
   // An interactive Ctrl-C reaches the whole process group; the parent decides what stops.
   process.on('SIGINT', () => undefined);
   reportMemory(reply);
-  reply({ type: 'ready' });
+  // Ready once the renderers are set up (their programs found and asked for their versions, not
+  // yet started), so the first job does not wait for them; a failed set-up is each job's fault.
+  void renderers
+    .catch(() => undefined)
+    .then(() => {
+      reply({ type: 'ready' });
+    });
 }
 
 function reportMemory(reply: (message: WorkerMessage) => void): void {
@@ -152,6 +159,27 @@ async function closeRenderers(renderers: Promise<Renderer[]>): Promise<void> {
   await Promise.allSettled(created.map((renderer) => renderer.close()));
 }
 
+/**
+ * `work`, or `ERR_TIMEOUT` as soon as `signal` aborts: a job aborted while the worker's renderers
+ * are still being set up (their programs asked for their versions) ends at once, not after them.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  const aborted = (): DisarmError =>
+    new DisarmError('ERR_TIMEOUT', 'processing was aborted by the caller', {
+      cause: signal.reason,
+    });
+  if (signal.aborted) return Promise.reject(aborted());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      reject(aborted());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => {
+      signal.removeEventListener('abort', onAbort);
+    });
+  });
+}
+
 /** What the engine of a job is given besides the file: the worker's scanners and renderers. */
 interface JobEngine {
   readonly scanners: readonly Scanner[] | undefined;
@@ -173,7 +201,7 @@ async function runJob(
         limits: job.limits,
         policy: job.policy,
         signal,
-        renderers: await engine.renderers,
+        renderers: await untilAborted(engine.renderers, signal),
         ...(scanners === undefined ? {} : { scanners }),
       },
     );

@@ -17,7 +17,7 @@ describe('parseRendererSelection()', () => {
   it.each([
     ['', 'comma-separated'],
     ['builtin,', 'comma-separated'],
-    ['gotenberg', 'unknown renderer "gotenberg" (known: auto, builtin'],
+    ['gotenberg', 'unknown renderer "gotenberg" (known: auto, chromium, libreoffice, builtin)'],
     ['builtin,builtin', 'named twice'],
   ])('refuses %j', (value, message) => {
     expect(() => parseRendererSelection(value)).toThrow(message);

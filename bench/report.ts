@@ -80,6 +80,8 @@ export const OTHER_BENCHMARKS = [
   '  `bench/adversarial-images.ts` -> [ADVERSARIAL-IMAGES.md](ADVERSARIAL-IMAGES.md).',
   '- Status reads on PostgreSQL against SQLite, straight on the store and through an API node',
   '  (`disarm serve --role api`): `npm run bench:stores` -> [RESULTS-stores.md](RESULTS-stores.md).',
+  '- Documents per second end to end (HTTP submission to `completed`) with 1, 2 and 4 worker',
+  '  processes: `npm run bench:throughput` -> [RESULTS-throughput.md](RESULTS-throughput.md).',
   '- The HTTP API against bare `node:http`: `npm run bench:api`, the section below.',
 ].join('\n');
 

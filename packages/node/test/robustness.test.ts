@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 
 import { buildImage } from '@disarm/fixtures';
+import { retryBackoffMs } from '@disarm/protocol';
 import { createSqliteStore } from '@disarm/sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -132,22 +133,26 @@ describe('disarm serve under failure', () => {
 
     // A worker host that crashed mid-processing: its leases are held by an owner that is gone.
     const store = createSqliteStore({ path: join(dataDir, 'disarm.sqlite') });
-    const past = new Date(Date.now() - 10 * 60 * 1000);
-    const lapsed = new Date(past.getTime() + 2000);
-    // The queue hands out the same (oldest) document each time it is back to pending.
+    let at = new Date(Date.now() - 10 * 60 * 1000);
+    // The queue hands out the same (oldest) document each time it is back to pending and its
+    // back-off is over.
     let exhausted = '';
     for (let attempt = 1; attempt <= 3; attempt += 1) {
-      const leased = await store.leaseDocument('proc_crashed', past, 1000);
+      const leased = await store.leaseDocument('proc_crashed', at, 1000);
       expect(leased?.attempts).toBe(attempt);
       exhausted = leased?.id ?? '';
-      if (attempt < 3) await store.recoverLapsedLeases(lapsed, 10);
+      if (attempt < 3) {
+        at = new Date(at.getTime() + 2000);
+        await store.recoverLapsedLeases(at, 10);
+        at = new Date(at.getTime() + retryBackoffMs(attempt));
+      }
     }
     const retried = ids.find((id) => id !== exhausted) ?? '';
-    expect((await store.leaseDocument('proc_crashed', past, 1000))?.id).toBe(retried);
+    expect((await store.leaseDocument('proc_crashed', at, 1000))?.id).toBe(retried);
     await store.close();
 
     const second = await start({ dataDir });
-    expect(await waitForTerminal(second, apiKey, retried)).toMatchObject({ status: 'completed' });
+    // The recovery at start fails one and requeues the other in one transaction.
     expect(await waitForTerminal(second, apiKey, exhausted)).toMatchObject({
       status: 'failed',
       reason: 'internal_error',
@@ -156,6 +161,9 @@ describe('disarm serve under failure', () => {
         /^The service failed while processing this file;/,
       ) as unknown,
     });
+    // The requeued one waits out its back-off on the server's manual clock.
+    await second.advanceClock(retryBackoffMs(1));
+    expect(await waitForTerminal(second, apiKey, retried)).toMatchObject({ status: 'completed' });
     const account = (await (
       await fetch(`${second.apiUrl}/v1/account`, { headers: { 'X-Api-Key': apiKey } })
     ).json()) as { creditBalancePence: number; organisationId: string };

@@ -104,11 +104,11 @@ describe('migrations', () => {
     ]);
     const applied = await Promise.all(nodes.map((node) => node.migrate()));
     // One node applied the schema; the others waited on the advisory lock and found it done.
-    expect(applied.filter((versions) => versions.length > 0)).toEqual([[1]]);
+    expect(applied.filter((versions) => versions.length > 0)).toEqual([[1, 2]]);
     const { rows } = await sql().query<{ version: number }>(
       `SELECT version FROM ${schema}.schema_migrations ORDER BY version`,
     );
-    expect(rows.map((row) => row.version)).toEqual([1]);
+    expect(rows.map((row) => row.version)).toEqual([1, 2]);
     expect(await nodes[0].migrate()).toEqual([]);
   });
 
@@ -153,8 +153,8 @@ describe('indexes', () => {
       ],
       [
         'lease',
-        `SELECT id FROM documents WHERE status = 'pending' ORDER BY submitted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
-        [],
+        `SELECT id FROM documents WHERE status = 'pending' AND (retry_not_before IS NULL OR retry_not_before <= $1) ORDER BY submitted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+        [T0],
         'documents_queue',
       ],
       [

@@ -95,6 +95,10 @@ export {
   endDocument,
   isLive,
   lapsedLeaseOutcome,
+  RETRY_BACKOFF_BASE_MS,
+  RETRY_BACKOFF_FACTOR,
+  RETRY_BACKOFF_MAX_MS,
+  retryBackoffMs,
 } from './domain/processing.ts';
 export { cryptoRandom, newId } from './domain/ids.ts';
 export type { IdKind } from './domain/ids.ts';

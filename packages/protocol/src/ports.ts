@@ -254,7 +254,10 @@ export interface StateStore {
   recordDownload(organisationId: string, id: string, at: Date): Promise<DocumentRecord | undefined>;
   /** DELETE: marks the cleaned file deleted (idempotent); refused while in flight. */
   deleteDocumentFile(organisationId: string, id: string, at: Date): Promise<DeleteFileResult>;
-  /** Leases the oldest `pending` document: it becomes `processing`, owned until the lease lapses. */
+  /**
+   * Leases the oldest `pending` document whose retry back-off is over at `at`: it becomes
+   * `processing`, owned until the lease lapses.
+   */
   leaseDocument(owner: string, at: Date, leaseMs: number): Promise<DocumentRecord | undefined>;
   /** Extends a lease still held by `owner`; false when it was lost. */
   renewLease(id: string, owner: string, at: Date, leaseMs: number): Promise<boolean>;
@@ -272,8 +275,9 @@ export interface StateStore {
     at: Date,
   ): Promise<DocumentRecord | undefined>;
   /**
-   * After a crash or restart: documents whose lease lapsed go back to `pending`, or end as
-   * `failed` (`internal_error`, refunded) once they have had `maxAttempts` attempts.
+   * After a crash or restart: documents whose lease lapsed go back to `pending`, not leased again
+   * before their back-off (`lapsedLeaseOutcome`) is over, or end as `failed` (`internal_error`,
+   * refunded) once they have had `maxAttempts` attempts.
    * @returns the documents that were failed.
    */
   recoverLapsedLeases(at: Date, maxAttempts: number): Promise<DocumentRecord[]>;

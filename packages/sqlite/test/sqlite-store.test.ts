@@ -122,7 +122,7 @@ describe('createSqliteStore', () => {
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
-    expect(migrations).toHaveLength(6);
+    expect(migrations).toHaveLength(7);
     await first.close();
 
     const second = open(path);
@@ -153,7 +153,7 @@ describe('createSqliteStore', () => {
       inspect(path, (raw) =>
         raw.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
       ),
-    ).toEqual([1, 2, 3, 4, 5, 6]);
+    ).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(await upgraded.listSigningKeys()).toEqual([
       {
         kid: 'kid_old',

@@ -53,14 +53,16 @@ INSERT INTO documents (
   attempts
 ) VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, '[]', $10, $11, 0)`;
 
-// The queue's one hot write: the oldest pending document no other worker holds. SKIP LOCKED lets
-// workers on every host lease side by side without queueing on each other's row locks.
+// The queue's one hot write: the oldest pending document whose back-off is over and no other
+// worker holds. SKIP LOCKED lets workers on every host lease side by side without queueing on
+// each other's row locks.
 const LEASE_DOCUMENT = `
 UPDATE documents
 SET status = 'processing', started_at = COALESCE(started_at, $1), attempts = attempts + 1,
-    lease_owner = $2, lease_expires_at = $3
+    lease_owner = $2, lease_expires_at = $3, retry_not_before = NULL
 WHERE id = (
-  SELECT id FROM documents WHERE status = 'pending'
+  SELECT id FROM documents
+  WHERE status = 'pending' AND (retry_not_before IS NULL OR retry_not_before <= $1)
   ORDER BY submitted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
 ) AND status = 'pending'
 RETURNING *`;
@@ -311,12 +313,13 @@ export function createDocumentOps(pool: Pool, organisations: OrganisationRows): 
         );
         const failed: DocumentRecord[] = [];
         for (const row of rows) {
-          const outcome = lapsedLeaseOutcome(toDocument(row), maxAttempts);
+          const outcome = lapsedLeaseOutcome(toDocument(row), maxAttempts, at);
           if (outcome.kind === 'retry') {
             await client.query(
-              `UPDATE documents SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+              `UPDATE documents SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+                 retry_not_before = $2
                WHERE id = $1`,
-              [row.id],
+              [row.id, outcome.notBefore],
             );
             continue;
           }

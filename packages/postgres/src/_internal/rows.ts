@@ -89,6 +89,8 @@ export interface DocumentRow {
   readonly attempts: number;
   readonly lease_owner: string | null;
   readonly lease_expires_at: Date | null;
+  /** Added by migration 2: a requeued document is not leased before this time. */
+  readonly retry_not_before: Date | null;
 }
 
 /** A row of `uploads`. */

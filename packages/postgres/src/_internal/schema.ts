@@ -164,9 +164,23 @@ CREATE TABLE signing_keys (
 );
 `;
 
+/**
+ * Retries with back-off: a document whose lease lapsed waits until `retry_not_before` before it
+ * is leased again. The queue index carries the column so the lease query filters without reading
+ * the table; waiting documents stay in it (they are pending) and are stepped over.
+ */
+const MIGRATION_2_RETRY_BACKOFF = `
+ALTER TABLE documents ADD COLUMN retry_not_before timestamptz;
+DROP INDEX documents_queue;
+-- The queue: the oldest pending document whose time has come (leaseDocument).
+CREATE INDEX documents_queue ON documents (submitted_at, id) INCLUDE (retry_not_before)
+  WHERE status = 'pending';
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
+  { version: 2, name: 'retry back-off', sql: MIGRATION_2_RETRY_BACKOFF },
 ];
 
 /** The newest schema version this package knows. */

@@ -69,17 +69,41 @@ export function endDocument(
   }
 }
 
+/** The wait before a document whose lease lapsed once may be leased again. */
+export const RETRY_BACKOFF_BASE_MS = 2_000;
+/** Each further lapse multiplies the wait by this. */
+export const RETRY_BACKOFF_FACTOR = 4;
+/** The longest wait between two attempts, however many lapsed. */
+export const RETRY_BACKOFF_MAX_MS = 5 * 60 * 1000;
+
 /**
- * What becomes of a document whose lease lapsed (its worker crashed or stopped): another attempt,
- * or, after `maxAttempts`, the dead-letter end — `failed` as `internal_error`, refunded.
+ * The wait before the next attempt of a document whose lease lapsed after `attempts` attempts:
+ * exponential, so a document that kills or hangs its worker does not take down the next worker
+ * at once, while a worker lost to a redeploy costs its document only seconds.
+ */
+export function retryBackoffMs(attempts: number): number {
+  const lapses = Math.max(1, attempts);
+  return Math.min(
+    RETRY_BACKOFF_MAX_MS,
+    RETRY_BACKOFF_BASE_MS * RETRY_BACKOFF_FACTOR ** (lapses - 1),
+  );
+}
+
+/**
+ * What becomes of a document whose lease lapsed (its worker crashed or stopped) when recovered at
+ * `at`: another attempt, leasable from `notBefore` ({@link retryBackoffMs}), or, after
+ * `maxAttempts`, the dead-letter end — `failed` as `internal_error`, refunded.
  */
 export function lapsedLeaseOutcome(
   document: DocumentRecord,
   maxAttempts: number,
-): { readonly kind: 'retry' } | { readonly kind: 'fail'; readonly result: DocumentResult } {
+  at: Date,
+):
+  | { readonly kind: 'retry'; readonly notBefore: Date }
+  | { readonly kind: 'fail'; readonly result: DocumentResult } {
   if (document.attempts < maxAttempts) {
     assertTransition(document.status, 'pending');
-    return { kind: 'retry' };
+    return { kind: 'retry', notBefore: new Date(at.getTime() + retryBackoffMs(document.attempts)) };
   }
   return {
     kind: 'fail',

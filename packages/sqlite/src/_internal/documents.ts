@@ -109,13 +109,15 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
        @counted_in_allowance, 0
      )`,
   );
-  const selectOldestPending = db.prepare<[], DocumentRow>(
-    `SELECT * FROM documents WHERE status = 'pending' ORDER BY submitted_at, id LIMIT 1`,
+  const selectOldestPending = db.prepare<[number], DocumentRow>(
+    `SELECT * FROM documents
+     WHERE status = 'pending' AND (retry_not_before IS NULL OR retry_not_before <= ?)
+     ORDER BY submitted_at, id LIMIT 1`,
   );
   const startLease = db.prepare<[number, string, number, string], DocumentRow>(
     `UPDATE documents
      SET status = 'processing', started_at = COALESCE(started_at, ?), attempts = attempts + 1,
-         lease_owner = ?, lease_expires_at = ?
+         lease_owner = ?, lease_expires_at = ?, retry_not_before = NULL
      WHERE id = ? AND status = 'pending' RETURNING *`,
   );
   // A lease holds while `at` is before its expiry; at the expiry instant it has lapsed.
@@ -140,8 +142,9 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     `SELECT * FROM documents WHERE status = 'processing' AND lease_expires_at <= ?
      ORDER BY submitted_at, id`,
   );
-  const requeue = db.prepare<[string]>(
-    `UPDATE documents SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+  const requeue = db.prepare<[number, string]>(
+    `UPDATE documents SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+       retry_not_before = ?
      WHERE id = ?`,
   );
   const recordDownload = db.prepare<[number, string, string], DocumentRow>(
@@ -311,10 +314,10 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
   );
 
   const leaseDocument = db.transaction<DocumentOps['leaseDocument']>((owner, at, leaseMs) => {
-    const next = selectOldestPending.get();
+    const atMs = toMillis(at);
+    const next = selectOldestPending.get(atMs);
     if (next === undefined) return undefined;
     assertTransition(next.status, 'processing');
-    const atMs = toMillis(at);
     const leased = startLease.get(atMs, owner, atMs + leaseMs, next.id);
     return leased === undefined ? undefined : toDocument(leased);
   });
@@ -334,9 +337,9 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     (at, maxAttempts) => {
       const failed: DocumentRecord[] = [];
       for (const row of selectLapsed.all(toMillis(at))) {
-        const outcome = lapsedLeaseOutcome(toDocument(row), maxAttempts);
+        const outcome = lapsedLeaseOutcome(toDocument(row), maxAttempts, at);
         if (outcome.kind === 'retry') {
-          requeue.run(row.id);
+          requeue.run(toMillis(outcome.notBefore), row.id);
           continue;
         }
         failed.push(toDocument(end(row, outcome.result, at)));

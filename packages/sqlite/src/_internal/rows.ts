@@ -91,6 +91,8 @@ export interface DocumentRow {
   readonly attempts: number;
   readonly lease_owner: string | null;
   readonly lease_expires_at: number | null;
+  /** Added by migration 7: a requeued document is not leased before this time. */
+  readonly retry_not_before: number | null;
 }
 
 /** A row of `uploads`. */

@@ -246,6 +246,17 @@ CREATE TRIGGER documents_revision AFTER UPDATE ON documents
   END;
 `;
 
+/**
+ * Retries with back-off: a document whose lease lapsed waits until `retry_not_before` before it
+ * is leased again. The queue index carries the column so waiting documents are stepped over
+ * without reading their rows.
+ */
+const MIGRATION_7_RETRY_BACKOFF = `
+ALTER TABLE documents ADD COLUMN retry_not_before INTEGER;
+DROP INDEX documents_queue;
+CREATE INDEX documents_queue ON documents (status, submitted_at, id, retry_not_before);
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
@@ -259,6 +270,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'rate limits in the counters file', sql: MIGRATION_4_RATE_LIMITS_MOVED },
   { version: 5, name: 'document reason detail', sql: MIGRATION_5_REASON_DETAIL },
   { version: 6, name: 'document revision', sql: MIGRATION_6_DOCUMENT_REVISION },
+  { version: 7, name: 'retry back-off', sql: MIGRATION_7_RETRY_BACKOFF },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
+import {
+  RETRY_BACKOFF_BASE_MS,
+  RETRY_BACKOFF_FACTOR,
+  RETRY_BACKOFF_MAX_MS,
+  retryBackoffMs,
+} from '../../domain/processing.ts';
 import type { DocumentRecord } from '../../domain/types.ts';
 import {
   accept,
@@ -383,12 +389,43 @@ export function describeQueue(context: ContractContext): void {
       expect(done?.status).toBe('completed');
     });
 
+    it('holds a requeued document back for its back-off, growing with each lapse', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'starter');
+      await accept(store, newDocument('org_a', 'doc_1'));
+      await accept(store, newDocument('org_a', 'doc_2'), after(T0, 1));
+      let at = T0;
+      for (const [attempt, backoffMs] of [
+        [1, RETRY_BACKOFF_BASE_MS],
+        [2, RETRY_BACKOFF_BASE_MS * RETRY_BACKOFF_FACTOR],
+      ] as const) {
+        expect(await leaseNext(store, `worker-${attempt}`, at, LEASE_MS)).toMatchObject({
+          id: 'doc_1',
+          attempts: attempt,
+        });
+        at = after(at, LEASE_MS);
+        expect(await store.recoverLapsedLeases(at, 3)).toEqual([]);
+        // Waiting, doc_1 lets the document behind it through and is not leased a moment early.
+        const waiting = after(at, backoffMs - 1);
+        const behind = await store.leaseDocument('worker-x', waiting, DAY_MS);
+        expect(behind?.id).toBe(attempt === 1 ? 'doc_2' : undefined);
+        expect(await store.leaseDocument('worker-x', waiting, LEASE_MS)).toBeUndefined();
+        expect((await store.getDocument('org_a', 'doc_1'))?.status).toBe('pending');
+        at = after(at, backoffMs);
+      }
+      expect(await leaseNext(store, 'worker-3', at, LEASE_MS)).toMatchObject({
+        id: 'doc_1',
+        attempts: 3,
+      });
+    });
+
     it('fails a document out of attempts with internal_error and refunds it', async () => {
       const store = context.store();
       await createOrg(store, 'org_a', 'payg', { creditBalancePence: 100 });
       await accept(store, newDocument('org_a', 'doc_1'));
       let at = T0;
       for (let attempt = 1; attempt <= 2; attempt += 1) {
+        if (attempt > 1) at = after(at, retryBackoffMs(attempt - 1));
         await leaseNext(store, `worker-${attempt}`, at, LEASE_MS);
         at = after(at, LEASE_MS);
         const failed = await store.recoverLapsedLeases(at, 2);
@@ -410,7 +447,9 @@ export function describeQueue(context: ContractContext): void {
         creditBalancePence: 100,
         periodUsedSubmissions: 0,
       });
-      expect(await store.leaseDocument('worker-3', at, LEASE_MS)).toBeUndefined();
+      // The dead-letter end is final: no back-off brings it back.
+      const farLater = after(at, RETRY_BACKOFF_MAX_MS + DAY_MS);
+      expect(await store.leaseDocument('worker-3', farLater, LEASE_MS)).toBeUndefined();
     });
 
     it('leaves pending documents and live leases alone', async () => {

@@ -3,7 +3,7 @@
  * `disarm serve --role=worker` processes on loopback, sharing one PostgreSQL database and one
  * S3-compatible bucket, with the commands and environment of `docker-compose.yml`.
  */
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -56,6 +56,16 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
+/** `disarm serve` of an API node, as the `api` service of `docker-compose.yml` runs it. */
+function apiCommand(database: string, blobs: string): string[] {
+  return ['serve', '--role=api', `--database=${database}`, `--blobs=${blobs}`, '--no-demo'];
+}
+
+/** `disarm serve` of a worker node, as the `worker` service of `docker-compose.yml` runs it. */
+function workerCommand(database: string, blobs: string): string[] {
+  return ['serve', '--role=worker', `--database=${database}`, `--blobs=${blobs}`];
+}
+
 /** The SDK's standard environment, as `docker-compose.yml` gives every disarm service. */
 function s3Env(): Record<string, string> {
   return {
@@ -92,7 +102,7 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
       const startApi = async (): Promise<TestServer> => {
         const api = await startTestServer({
           dataDir,
-          args: ['--role=api', `--database=${database}`, `--blobs=${blobs}`],
+          args: apiCommand(database, blobs).slice(1),
           env: s3Env(),
         });
         nodes.push(api);
@@ -101,7 +111,7 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
       const startWorker = async (): Promise<TestWorker> => {
         const worker = await startTestWorker({
           dataDir,
-          args: [`--database=${database}`, `--blobs=${blobs}`],
+          args: workerCommand(database, blobs).slice(1),
           env: s3Env(),
         });
         nodes.push(worker);
@@ -283,6 +293,38 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
     },
     TEST_TIMEOUT_MS,
   );
+});
+
+describe('docker-compose.yml', () => {
+  /** The `command:` list of a service (a block list of plain scalars, as the file writes it). */
+  function command(compose: string, service: string): string[] {
+    const lines = compose.split('\n');
+    const start = lines.indexOf(`  ${service}:`);
+    const at = lines.indexOf('    command:', start);
+    const items: string[] = [];
+    for (const line of lines.slice(at + 1)) {
+      const item = /^ {6}- (.+)$/.exec(line);
+      if (item === null) break;
+      items.push(item[1] ?? '');
+    }
+    return items;
+  }
+
+  it('runs the commands and environment names of the multi-process test', async () => {
+    const compose = await readFile(new URL('../../../docker-compose.yml', import.meta.url), 'utf8');
+    const database = 'postgres://disarm:disarm@postgres:5432/disarm';
+    const blobs = `s3://disarm/${PREFIX}`;
+    expect(command(compose, 'api')).toEqual(apiCommand(database, blobs));
+    expect(command(compose, 'worker')).toEqual(workerCommand(database, blobs));
+    for (const name of [
+      'AWS_ENDPOINT_URL_S3',
+      'AWS_ACCESS_KEY_ID',
+      'AWS_SECRET_ACCESS_KEY',
+      'AWS_REGION',
+    ]) {
+      expect(compose).toContain(`\n    ${name}: `);
+    }
+  });
 });
 
 async function download(envelope: Envelope): Promise<Uint8Array> {

@@ -3,7 +3,8 @@
  * `disarm serve --role=worker` processes on loopback, sharing one PostgreSQL database and one
  * S3-compatible bucket, with the commands and environment of `docker-compose.yml`.
  */
-import { readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
 
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -99,9 +100,19 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
       const blobs = `s3://${bucket.bucket}/${PREFIX}`;
       // The commands of docker-compose.yml; the harness adds only loopback ports, --test-mode and
       // one engine process per worker.
+      // Each node has its own data folder but for `secrets/`, one volume in the compose file.
+      await mkdir(join(dataDir, 'secrets'), { mode: 0o700 });
+      let nodeCount = 0;
+      const nodeDataDir = async (): Promise<string> => {
+        nodeCount += 1;
+        const folder = join(dataDir, `node-${nodeCount}`);
+        await mkdir(folder);
+        await symlink(join(dataDir, 'secrets'), join(folder, 'secrets'));
+        return folder;
+      };
       const startApi = async (): Promise<TestServer> => {
         const api = await startTestServer({
-          dataDir,
+          dataDir: await nodeDataDir(),
           args: apiCommand(database, blobs).slice(1),
           env: s3Env(),
         });
@@ -110,7 +121,7 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
       };
       const startWorker = async (): Promise<TestWorker> => {
         const worker = await startTestWorker({
-          dataDir,
+          dataDir: await nodeDataDir(),
           args: workerCommand(database, blobs).slice(1),
           env: s3Env(),
         });
@@ -206,8 +217,8 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
           until(index % 2 === 0 ? apiB : apiA, envelope.id, terminal),
         ),
       );
-      expect(queuedA?.status).toBe('completed');
-      expect(queuedB?.status).toBe('completed');
+      expect(queuedA).toMatchObject({ status: 'completed' });
+      expect(queuedB).toMatchObject({ status: 'completed' });
       expect(failed).toMatchObject({ status: 'failed', reason: 'internal_error' });
 
       // Two slow documents, one per worker (each runs one at a time); one worker dies holding its

@@ -254,6 +254,96 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   };
 }
 
+/** Options of {@link startTestWorker}. */
+export interface TestWorkerOptions {
+  /** The data folder (the key-encryption key of the API nodes lives there). */
+  readonly dataDir: string;
+  /** More `disarm serve --role=worker` arguments (`--database`, `--blobs`, …). */
+  readonly args?: readonly string[];
+  /** More environment variables (e.g. `AWS_*` for `--blobs s3://…`). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** A running `disarm serve --role=worker --test-mode`. */
+export interface TestWorker {
+  /** The worker's process id. */
+  readonly pid: number;
+  /** Moves the worker's manual clock forward; resolves after its lease recovery and sweep. */
+  advanceClock(milliseconds: number): Promise<Date>;
+  /** What the worker wrote to stderr so far. */
+  stderr(): string;
+  /** SIGKILL, as a host dying: no drain, no lease released. */
+  kill(): Promise<void>;
+  /** SIGTERM (drains), wait for exit. Resolves the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Spawns `disarm serve --role=worker --test-mode --workers=1` from source and resolves once it
+ * processes documents. Like {@link startTestServer} it stops by itself if the test process dies.
+ */
+export async function startTestWorker(options: TestWorkerOptions): Promise<TestWorker> {
+  const args = [
+    'serve',
+    '--role=worker',
+    `--data-dir=${options.dataDir}`,
+    '--test-mode',
+    '--workers=1',
+    ...(options.args ?? []),
+  ];
+  const child = spawn(
+    process.execPath,
+    ['--import', TSX_LOADER, '--conditions=@disarm/source', CLI_PATH, ...args],
+    { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, ...options.env } },
+  );
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const started = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`the worker did not start within ${START_TIMEOUT_MS} ms:\n${stderr}`));
+    }, START_TIMEOUT_MS);
+    child.stderr?.on('data', () => {
+      if (stderr.includes('disarm: worker processing documents')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the worker exited with ${String(code)} before processing:\n${stderr}`));
+    });
+  });
+  try {
+    await started;
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  let stopped: Promise<number | null> | undefined;
+  return {
+    pid: child.pid ?? 0,
+    advanceClock: clockChannel(child),
+    stderr: () => stderr,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+    stop() {
+      stopped ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+          await exited;
+          clearTimeout(timer);
+        }
+        return exited;
+      })();
+      return stopped;
+    },
+  };
+}
+
 function optional(flag: string, value: number | undefined): string[] {
   return value === undefined ? [] : [`${flag}=${value}`];
 }

@@ -87,6 +87,12 @@ export interface Dispatcher {
    * it again returns the same promise.
    */
   stop(options?: { readonly timeoutMs?: number }): Promise<void>;
+  /**
+   * Requeues the documents whose lease lapsed by the clock's now (ends them `failed`, refunded,
+   * after {@link MAX_ATTEMPTS}), as `start` and a timer every lease do; this process's own
+   * documents are renewed first. Never rejects: a failure is logged.
+   */
+  recover(): Promise<void>;
   /** Documents being processed now. */
   running(): number;
 }
@@ -395,6 +401,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   return {
     owner,
+    recover,
     async start() {
       if (slots.length > 0 || stopping.signal.aborted)
         throw new Error('the dispatcher was already started');

@@ -78,8 +78,8 @@ export interface RunningDisarm {
   /** Set on the start that created the demo organisation (an empty store), never again. */
   readonly demo: DemoAccount | undefined;
   /**
-   * Test mode only: moves the clock forward and runs a retention sweep at the new time before
-   * resolving with it.
+   * Test mode only: moves the clock forward, then runs what time drives at the new time (lease
+   * recovery when this node processes, and a retention sweep) before resolving with it.
    * @throws {Error} (rejected) outside test mode.
    */
   advanceClock(milliseconds: number): Promise<Date>;

@@ -17,7 +17,8 @@ export interface RunningWorkerNode {
   /** The clock every component uses. */
   readonly clock: Clock;
   /**
-   * Test mode only: moves the clock forward and runs a retention sweep at the new time.
+   * Test mode only: moves the clock forward, then recovers lapsed leases and runs a retention
+   * sweep at the new time.
    * @throws {Error} (rejected) outside test mode.
    */
   advanceClock(milliseconds: number): Promise<Date>;

@@ -10,6 +10,7 @@ import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { startTemporaryCluster } from '@disarm/postgres/testing';
 import type { TemporaryCluster } from '@disarm/postgres/testing';
+import { retryBackoffMs } from '@disarm/protocol';
 import { createS3ClientFromEnv } from '@disarm/s3';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -257,7 +258,10 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
         );
       } while (!stranded.some((status) => status !== 'processing') && Date.now() < deadline);
       expect(stranded.sort()).toEqual(['completed', 'processing']);
+      // Past the lease: the survivor's recovery requeues the document; past its first retry's
+      // back-off: the survivor leases it again.
       await survivor.advanceClock(2 * LEASE_MS);
+      await survivor.advanceClock(retryBackoffMs(1));
       const recovered = await Promise.all(
         slow.map(({ envelope }) => until(apiB, envelope.id, terminal)),
       );

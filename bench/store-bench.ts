@@ -13,12 +13,10 @@
  * npm run bench:stores -- --quick # 2 s; prints only
  * ```
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { createPostgresStore } from '@disarm/postgres';
@@ -28,10 +26,9 @@ import { createSqliteStore } from '@disarm/sqlite';
 
 import { renderTable } from './report.ts';
 import { writeResultsFile } from './results-file.ts';
+import { postAdmin, startServeNode } from './serve-node.ts';
 
 const BENCH_DIR = import.meta.dirname;
-const REPO_DIR = resolve(BENCH_DIR, '..');
-const CLI_SOURCE = join(REPO_DIR, 'packages', 'node', 'src', 'cli.ts');
 const RESULTS = join(BENCH_DIR, 'RESULTS-stores.md');
 
 /** Requests in flight at once, as `bench:api` measures (16 connections). */
@@ -41,7 +38,6 @@ const SECONDS = { full: 8, quick: 2 };
 const DOCUMENTS = 200;
 /** Rate limit of the bench organisation: counted on every request, never reached. */
 const BENCH_RATE_LIMIT_PER_MINUTE = 100_000_000;
-const STARTUP_TIMEOUT_MS = 120_000;
 
 interface Measured {
   readonly perSecond: number;
@@ -84,83 +80,24 @@ async function measure(
   };
 }
 
-/** `disarm serve --role api` from source on a free port; resolves its API URL. */
-async function startApiNode(
-  database: string,
-  dataDir: string,
-  adminToken: string,
-): Promise<{ child: ChildProcess; apiUrl: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--conditions=@disarm/source',
-      CLI_SOURCE,
-      'serve',
-      '--role=api',
-      `--database=${database}`,
-      `--data-dir=${dataDir}`,
-      '--port=0',
-      '--storage-port=0',
-      '--no-demo',
-      '--log-level=warn',
-    ],
-    {
-      cwd: REPO_DIR,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, DISARM_ADMIN_TOKEN: adminToken },
-    },
-  );
-  let stderr = '';
-  child.stderr.setEncoding('utf8');
-  const apiUrl = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error(`the API node did not start:\n${stderr}`));
-    }, STARTUP_TIMEOUT_MS);
-    child.stderr.on('data', (chunk: string) => {
-      stderr += chunk;
-      const found = /API on (http:\/\/\S+),/.exec(stderr);
-      if (found?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolveUrl(found[1]);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the API node exited with ${String(code)}:\n${stderr}`));
-    });
-  });
-  return { child, apiUrl };
-}
-
-async function adminJson(
-  apiUrl: string,
-  token: string,
-  path: string,
-  body: unknown,
-): Promise<Record<string, unknown>> {
-  const response = await fetch(`${apiUrl}${path}`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) fail(`${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
-
 /** Status reads through an API node on `database`. */
 async function httpReads(database: string, work: string, seconds: number): Promise<Measured> {
   const adminToken = `bench-${crypto.randomUUID()}-${crypto.randomUUID()}`;
-  const node = await startApiNode(database, join(work, `data-${crypto.randomUUID()}`), adminToken);
+  const node = await startServeNode(
+    [
+      '--role=api',
+      `--database=${database}`,
+      `--data-dir=${join(work, `data-${crypto.randomUUID()}`)}`,
+    ],
+    adminToken,
+  );
   try {
-    const organisation = await adminJson(node.apiUrl, adminToken, '/v1/admin/organisations', {
+    const organisation = await postAdmin(node.apiUrl, adminToken, '/v1/admin/organisations', {
       name: 'Bench',
       plan: 'internal',
       terms: { rateLimitPerMinute: BENCH_RATE_LIMIT_PER_MINUTE },
     });
-    const created = await adminJson(
+    const created = await postAdmin(
       node.apiUrl,
       adminToken,
       `/v1/admin/organisations/${String(organisation.id)}/keys`,

@@ -14,12 +14,10 @@
  * npm run bench:throughput -- --quick        # a smaller batch; prints only
  * ```
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { buildImage, buildOoxml, buildPlainPdf } from '@disarm/fixtures';
@@ -27,10 +25,9 @@ import { startTemporaryCluster } from '@disarm/postgres/testing';
 
 import { renderTable } from './report.ts';
 import { writeResultsFile } from './results-file.ts';
+import { postAdmin, startServeNode } from './serve-node.ts';
 
 const BENCH_DIR = import.meta.dirname;
-const REPO_DIR = resolve(BENCH_DIR, '..');
-const CLI_SOURCE = join(REPO_DIR, 'packages', 'node', 'src', 'cli.ts');
 const RESULTS = join(BENCH_DIR, 'RESULTS-throughput.md');
 
 /** Worker processes per run, side by side in one table. */
@@ -41,7 +38,6 @@ const PASSES = 2;
 const ROUNDS = { full: 24, quick: 4 };
 /** Rate limit of the bench organisation: counted on every request, never reached. */
 const BENCH_RATE_LIMIT_PER_MINUTE = 100_000_000;
-const STARTUP_TIMEOUT_MS = 120_000;
 /** A run that has not drained by then is broken, not slow. */
 const DRAIN_TIMEOUT_MS = 600_000;
 /** Pause between two sweeps of status reads over the documents still in flight. */
@@ -74,73 +70,6 @@ async function documentMix(): Promise<MixEntry[]> {
     ['report.docx', await buildOoxml('docx')],
   ];
   return files.map(([fileName, bytes]) => ({ fileName, bytes: new Uint8Array(bytes) }));
-}
-
-/** `disarm serve` (API and workers) from source on a free port; resolves its API URL. */
-async function startNode(
-  workers: number,
-  dataDir: string,
-  database: string | undefined,
-  adminToken: string,
-): Promise<{ child: ChildProcess; apiUrl: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--conditions=@disarm/source',
-      CLI_SOURCE,
-      'serve',
-      `--workers=${workers}`,
-      `--data-dir=${dataDir}`,
-      ...(database === undefined ? [] : [`--database=${database}`]),
-      '--port=0',
-      '--storage-port=0',
-      '--no-demo',
-      '--log-level=warn',
-    ],
-    {
-      cwd: REPO_DIR,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, DISARM_ADMIN_TOKEN: adminToken },
-    },
-  );
-  let stderr = '';
-  child.stderr.setEncoding('utf8');
-  const apiUrl = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error(`the node did not start:\n${stderr}`));
-    }, STARTUP_TIMEOUT_MS);
-    child.stderr.on('data', (chunk: string) => {
-      stderr += chunk;
-      const found = /API on (http:\/\/\S+),/.exec(stderr);
-      if (found?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolveUrl(found[1]);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the node exited with ${String(code)}:\n${stderr}`));
-    });
-  });
-  return { child, apiUrl };
-}
-
-async function adminJson(
-  apiUrl: string,
-  token: string,
-  path: string,
-  body: unknown,
-): Promise<Record<string, unknown>> {
-  const response = await fetch(`${apiUrl}${path}`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) fail(`${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
 }
 
 /** Submits `mix` `rounds` times to `apiUrl`, then reads statuses until every document ended. */
@@ -196,14 +125,21 @@ async function run(
 ): Promise<RunResult> {
   const adminToken = `bench-${crypto.randomUUID()}-${crypto.randomUUID()}`;
   const dataDir = join(work, `data-${crypto.randomUUID()}`);
-  const node = await startNode(workers, dataDir, database, adminToken);
+  const node = await startServeNode(
+    [
+      `--workers=${workers}`,
+      `--data-dir=${dataDir}`,
+      ...(database === undefined ? [] : [`--database=${database}`]),
+    ],
+    adminToken,
+  );
   try {
-    const organisation = await adminJson(node.apiUrl, adminToken, '/v1/admin/organisations', {
+    const organisation = await postAdmin(node.apiUrl, adminToken, '/v1/admin/organisations', {
       name: 'Bench',
       plan: 'internal',
       terms: { rateLimitPerMinute: BENCH_RATE_LIMIT_PER_MINUTE },
     });
-    const created = await adminJson(
+    const created = await postAdmin(
       node.apiUrl,
       adminToken,
       `/v1/admin/organisations/${String(organisation.id)}/keys`,

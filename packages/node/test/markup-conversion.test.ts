@@ -4,53 +4,28 @@
  * is named `.pdf`, and an svg inside a zip is listed under its `.pdf` name.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { buildHtmlPage, buildSvgDrawing, buildZip, EXECUTION_MARKER } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { hashAdminToken, startServer } from '../src/serve/index.ts';
-import type { RunningDisarm } from '../src/serve/index.ts';
-import { createClient, multipart } from './conformance/_harness.ts';
+import { multipart } from './conformance/_harness.ts';
 import type { Client, Envelope } from './conformance/_harness.ts';
+import { startLoopbackApi } from './_loopback.ts';
+import type { LoopbackApi } from './_loopback.ts';
 
 describe('html, htm and svg returned as PDF over the API', () => {
-  let dataDir: string;
-  let server: RunningDisarm;
+  let api: LoopbackApi;
   let client: Client;
   let key: string;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'disarm-markup-'));
-    const adminToken = randomBytes(32).toString('hex');
-    server = await startServer({
-      dataDir,
-      port: 0,
-      storagePort: 0,
-      host: '127.0.0.1',
-      workers: 1,
-      demo: false,
-      adminTokenHashes: [hashAdminToken(adminToken)],
-    });
-    client = await createClient({
-      name: 'loopback',
-      apiUrl: server.apiUrl,
-      storageUrl: server.storageUrl,
-      adminToken,
-      loopback: true,
-      send: (url, init) => fetch(url, init),
-      blobExists: () => Promise.resolve(false),
-      advanceClock: () => Promise.reject(new Error('no manual clock here')),
-      stop: () => server.close(),
-    });
-    ({ key } = await client.newOrganisation({ plan: 'internal' }));
+    api = await startLoopbackApi('markup');
+    ({ client, key } = api);
   });
   afterAll(async () => {
-    await server.close();
-    await rm(dataDir, { recursive: true, force: true });
+    await api.close();
   });
 
   /** Submits in sync mode and downloads the result: the envelope, the file name, the bytes. */
@@ -73,7 +48,7 @@ describe('html, htm and svg returned as PDF over the API', () => {
     });
     const fileName =
       /filename="([^"]+)"/.exec(file.headers.get('Content-Disposition') ?? '')?.[1] ?? '';
-    const path = join(dataDir, `${envelope.id}-${fileName}`);
+    const path = join(api.dataDir, `${envelope.id}-${fileName}`);
     await writeFile(path, new Uint8Array(await file.arrayBuffer()));
     return { envelope, fileName, path };
   }

@@ -3,59 +3,31 @@
  * sentence, failures a fixed one that never shows internals; sync and async; every response is
  * validated against the served OpenAPI document.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
 import { buildImage, buildRawZip, buildZip, EICAR_TEST_FILE } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { hashAdminToken, startServer } from '../src/serve/index.ts';
-import type { RunningDisarm } from '../src/serve/index.ts';
-import { createClient, multipart, waitForTerminal } from './conformance/_harness.ts';
+import { multipart, waitForTerminal } from './conformance/_harness.ts';
 import type { Client, Envelope } from './conformance/_harness.ts';
+import { startLoopbackApi } from './_loopback.ts';
+import type { LoopbackApi } from './_loopback.ts';
 
 /** Runs the real engine, but crashes the worker on names starting with `exit`. */
 const MISBEHAVING_WORKER = new URL('./fixtures/misbehaving-worker.ts', import.meta.url);
 
 describe('reasonDetail: why a document was rejected or failed', () => {
-  let dataDir: string;
-  let server: RunningDisarm;
+  let api: LoopbackApi;
   let client: Client;
   let key: string;
   let png: Uint8Array<ArrayBuffer>;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'disarm-reason-detail-'));
-    const adminToken = randomBytes(32).toString('hex');
-    server = await startServer({
-      dataDir,
-      port: 0,
-      storagePort: 0,
-      host: '127.0.0.1',
-      workers: 1,
-      demo: false,
-      workerModule: MISBEHAVING_WORKER,
-      adminTokenHashes: [hashAdminToken(adminToken)],
-    });
-    client = await createClient({
-      name: 'loopback',
-      apiUrl: server.apiUrl,
-      storageUrl: server.storageUrl,
-      adminToken,
-      loopback: true,
-      send: (url, init) => fetch(url, init),
-      blobExists: () => Promise.resolve(false),
-      advanceClock: () => Promise.reject(new Error('no manual clock here')),
-      stop: () => server.close(),
-    });
-    ({ key } = await client.newOrganisation({ plan: 'internal' }));
+    api = await startLoopbackApi('reason-detail', MISBEHAVING_WORKER);
+    ({ client, key } = api);
     png = new Uint8Array(await buildImage('png', { width: 8, height: 8 }));
   });
   afterAll(async () => {
-    await server.close();
-    await rm(dataDir, { recursive: true, force: true });
+    await api.close();
   });
 
   async function submit(name: string, bytes: Uint8Array, query = ''): Promise<Response> {

@@ -4,27 +4,24 @@
  * under a `.pdf` name, and the local server the fixtures point at never contacted.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { buildOdp, buildOds, buildZip } from '@disarm/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { hashAdminToken, startServer } from '../src/serve/index.ts';
-import type { RunningDisarm } from '../src/serve/index.ts';
-import { createClient, multipart } from './conformance/_harness.ts';
+import { multipart } from './conformance/_harness.ts';
 import type { Client, Envelope } from './conformance/_harness.ts';
+import { startLoopbackApi } from './_loopback.ts';
+import type { LoopbackApi } from './_loopback.ts';
 
 /** The real engine, with the renderers this machine has, warm across documents. */
 const OFFICE_WORKER = new URL('./fixtures/office-worker.ts', import.meta.url);
 
 describe('ods and odp through the API, returned as PDF', () => {
-  let dataDir: string;
-  let server: RunningDisarm;
+  let api: LoopbackApi;
   let client: Client;
   let key: string;
   let target: Server;
@@ -32,7 +29,6 @@ describe('ods and odp through the API, returned as PDF', () => {
   const requests: string[] = [];
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'disarm-render-office-'));
     target = createServer((request, response) => {
       requests.push(request.url ?? '');
       response.end('x');
@@ -41,34 +37,12 @@ describe('ods and odp through the API, returned as PDF', () => {
     const address = target.address();
     if (address === null || typeof address === 'string') throw new Error('no port');
     base = `http://127.0.0.1:${address.port}`;
-    const adminToken = randomBytes(32).toString('hex');
-    server = await startServer({
-      dataDir,
-      port: 0,
-      storagePort: 0,
-      host: '127.0.0.1',
-      workers: 1,
-      demo: false,
-      workerModule: OFFICE_WORKER,
-      adminTokenHashes: [hashAdminToken(adminToken)],
-    });
-    client = await createClient({
-      name: 'loopback',
-      apiUrl: server.apiUrl,
-      storageUrl: server.storageUrl,
-      adminToken,
-      loopback: true,
-      send: (url, init) => fetch(url, init),
-      blobExists: () => Promise.resolve(false),
-      advanceClock: () => Promise.reject(new Error('no manual clock here')),
-      stop: () => server.close(),
-    });
-    ({ key } = await client.newOrganisation({ plan: 'internal' }));
+    api = await startLoopbackApi('render-office', OFFICE_WORKER);
+    ({ client, key } = api);
   });
   afterAll(async () => {
-    await server.close();
+    await api.close();
     await new Promise((resolve) => target.close(resolve));
-    await rm(dataDir, { recursive: true, force: true });
   });
 
   /** Submits and waits; then downloads the cleaned file, returning it and its name. */
@@ -89,7 +63,7 @@ describe('ods and odp through the API, returned as PDF', () => {
     expect(download.status).toBe(302);
     const link = download.headers.get('Location') ?? '';
     const file = await client.raw(link, { headers: { 'X-Api-Key': key } });
-    const path = join(dataDir, `${envelope.id}.bin`);
+    const path = join(api.dataDir, `${envelope.id}.bin`);
     await writeFile(path, new Uint8Array(await file.arrayBuffer()));
     execFileSync('qpdf', ['--check', path], { stdio: 'ignore' });
     return {
@@ -166,7 +140,7 @@ describe('ods and odp through the API, returned as PDF', () => {
     const file = await client.raw(download.headers.get('Location') ?? '', {
       headers: { 'X-Api-Key': key },
     });
-    const path = join(dataDir, 'reports.zip');
+    const path = join(api.dataDir, 'reports.zip');
     await writeFile(path, new Uint8Array(await file.arrayBuffer()));
     expect(execFileSync('unzip', ['-Z1', path], { encoding: 'utf8' }).trim().split('\n')).toEqual([
       'reports/q1.pdf',

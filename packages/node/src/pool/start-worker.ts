@@ -8,7 +8,6 @@ import {
   builtinScanner,
   createClamdScanner,
   disarm as coreDisarm,
-  DisarmError,
   isDisarmError,
 } from '@disarm/core';
 import type {
@@ -159,27 +158,6 @@ async function closeRenderers(renderers: Promise<Renderer[]>): Promise<void> {
   await Promise.allSettled(created.map((renderer) => renderer.close()));
 }
 
-/**
- * `work`, or `ERR_TIMEOUT` as soon as `signal` aborts: a job aborted while the worker's renderers
- * are still being set up (their programs asked for their versions) ends at once, not after them.
- */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  const aborted = (): DisarmError =>
-    new DisarmError('ERR_TIMEOUT', 'processing was aborted by the caller', {
-      cause: signal.reason,
-    });
-  if (signal.aborted) return Promise.reject(aborted());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
-      reject(aborted());
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => {
-      signal.removeEventListener('abort', onAbort);
-    });
-  });
-}
-
 /** What the engine of a job is given besides the file: the worker's scanners and renderers. */
 interface JobEngine {
   readonly scanners: readonly Scanner[] | undefined;
@@ -201,7 +179,7 @@ async function runJob(
         limits: job.limits,
         policy: job.policy,
         signal,
-        renderers: await untilAborted(engine.renderers, signal),
+        renderers: await engine.renderers,
         ...(scanners === undefined ? {} : { scanners }),
       },
     );

@@ -9,6 +9,7 @@ import { parseRendererSelection } from '../render/renderers.ts';
 import type { RendererSelection } from '../render/renderers.ts';
 import { CAN_READ_PROC_STATUS, readRssBytes } from './_memory.ts';
 import { isWorkerMessage } from './_protocol.ts';
+import { makeWorkerFolder, removeStaleWorkerFolders, removeWorkerFolder } from './_temp.ts';
 import type { JobMessage } from './_protocol.ts';
 import {
   DEFAULT_WORKER_MODULE,
@@ -180,6 +181,8 @@ class ProcessPool implements WorkerPool {
   #restarts = 0;
   #sampler: NodeJS.Timeout | undefined;
   #sampling = false;
+  /** Whether stale worker folders were looked for (on the first start of a worker). */
+  #swept = false;
   readonly #killAllOnExit = (): void => {
     for (const worker of this.#workers) worker.child.kill('SIGKILL');
   };
@@ -321,6 +324,12 @@ class ProcessPool implements WorkerPool {
   }
 
   #spawn(): void {
+    if (!this.#swept) {
+      // What workers killed outright (with their parent: SIGKILL, a power cut) left goes now.
+      this.#swept = true;
+      void removeStaleWorkerFolders();
+    }
+    const tempDir = makeWorkerFolder();
     const child = forkWorker({
       modulePath: this.#settings.modulePath,
       heapLimitMiB: Math.max(
@@ -329,6 +338,7 @@ class ProcessPool implements WorkerPool {
       ),
       output: this.#settings.output,
       renderers: this.#settings.renderers,
+      tempDir,
     });
     let markExited = (): void => undefined;
     const worker: WorkerSlot = {
@@ -357,7 +367,8 @@ class ProcessPool implements WorkerPool {
       if (gone) return;
       gone = true;
       clearTimeout(startTimer);
-      markExited();
+      // The worker removes its folder when it exits; one killed outright cannot.
+      void removeWorkerFolder(tempDir).finally(markExited);
       this.#onExit(worker, code, signal);
     };
     child.on('exit', onGone);

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
@@ -57,6 +58,8 @@ interface QueuedJob {
 
 interface WorkerSlot {
   readonly child: ChildProcess;
+  /** The worker's own temporary folder (its TMPDIR). */
+  readonly tempDir: string;
   readonly exited: Promise<void>;
   ready: boolean;
   job: QueuedJob | undefined;
@@ -185,6 +188,9 @@ class ProcessPool implements WorkerPool {
   #swept = false;
   readonly #killAllOnExit = (): void => {
     for (const worker of this.#workers) worker.child.kill('SIGKILL');
+    // `exit` allows no waiting: what the killed workers leave in their folders goes now, and
+    // what is written there after (a browser's last words) goes with the next pool's start.
+    for (const worker of this.#workers) rmSync(worker.tempDir, { recursive: true, force: true });
   };
 
   constructor(settings: PoolSettings) {
@@ -343,6 +349,7 @@ class ProcessPool implements WorkerPool {
     let markExited = (): void => undefined;
     const worker: WorkerSlot = {
       child,
+      tempDir,
       exited: new Promise((resolveExit) => {
         markExited = resolveExit;
       }),

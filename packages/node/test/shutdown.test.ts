@@ -158,7 +158,11 @@ async function startService(): Promise<Service> {
   ];
   const script =
     'trap : INT TERM HUP; { trap : INT TERM HUP; "$@"; echo "disarm-exit=$?" >&2; } | cat > "$OUT"';
-  const environment = { ...process.env, TMPDIR: join(root, 'tmp'), OUT: join(root, 'out.log') };
+  const environment: NodeJS.ProcessEnv = {
+    ...process.env,
+    TMPDIR: join(root, 'tmp'),
+    OUT: join(root, 'out.log'),
+  };
   delete environment.DISARM_ADMIN_TOKEN;
   const shell = spawn('sh', ['-c', script, 'sh', ...serve], {
     detached: true,

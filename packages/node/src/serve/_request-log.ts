@@ -1,4 +1,8 @@
-import { CLIENT_CLOSED_REQUEST_STATUS, clientDisconnectOf, REQUEST_ID_HEADER } from '@disarm/protocol';
+import {
+  CLIENT_CLOSED_REQUEST_STATUS,
+  clientDisconnectOf,
+  REQUEST_ID_HEADER,
+} from '@disarm/protocol';
 import type { Logger } from '@disarm/protocol';
 
 import type { FetchHandler } from '../http/types.ts';

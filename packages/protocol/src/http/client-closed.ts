@@ -35,7 +35,8 @@ const REQUEST_TIMEOUT_STATUS = 408;
 /** What each way of leaving means, for the log line. */
 const DESCRIPTIONS: Readonly<Record<ClientDisconnect, string>> = {
   closed_mid_body: 'the client closed the connection before sending the whole body',
-  bad_framing: 'the request body was not validly framed (chunked encoding), so the connection was closed',
+  bad_framing:
+    'the request body was not validly framed (chunked encoding), so the connection was closed',
   reset: 'the client reset the connection',
   closed_before_response: 'the client closed the connection before the answer was sent',
   timed_out: 'the request took longer than the request timeout to arrive and was cut off',

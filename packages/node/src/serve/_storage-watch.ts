@@ -1,16 +1,9 @@
 import { StorageUnavailableError } from '@disarm/protocol';
 import type { Logger, UnavailableStorage } from '@disarm/protocol';
 
-/**
- * A storage counts as back once it has answered with no `StorageUnavailableError` for this long:
- * 10 seconds. A disk that is full still serves reads, and a database that flaps answers some
- * calls; without the wait each of them would log an outage and a recovery.
- */
-export const STORAGE_SETTLE_MS = 10_000;
-
 /** How one storage stands, as this process last saw it. */
 export interface StorageState {
-  /** False from the first `StorageUnavailableError` until it has settled again. */
+  /** False from the first `StorageUnavailableError` until a call that had failed succeeds. */
   readonly available: boolean;
   /** When it became unavailable, while it is. */
   readonly since: Date | null;
@@ -21,18 +14,14 @@ export interface StorageState {
 /** Options of {@link createStorageWatch}. */
 export interface StorageWatchOptions {
   readonly logger: Logger;
-  /** Milliseconds since the epoch, for the settle wait (the real clock, never test mode's). */
+  /** Milliseconds since the epoch, for the length of an outage (the real clock, never test mode's). */
   readonly now?: () => number;
-  /** @default {@link STORAGE_SETTLE_MS} */
-  readonly settleMs?: number;
 }
 
 /** Sees every call of the state and blob stores and tells when one becomes unavailable or returns. */
 export interface StorageWatch {
   /** `store`, its calls reported to this watch (functions that return promises only). */
   watch<T extends object>(storage: UnavailableStorage, store: T): T;
-  /** Reports a failure seen outside the stores' own calls (the document events' connection). */
-  report(error: StorageUnavailableError): void;
   /** How the state store and the blob store stand. */
   state(storage: UnavailableStorage): StorageState;
 }
@@ -44,53 +33,55 @@ const LOG_NAMES: Readonly<Record<UnavailableStorage, { down: string; back: strin
 
 /**
  * Watches the stores of one process: the first `StorageUnavailableError` of a storage logs one
- * `error` line ("database unreachable", "blob storage unavailable", with the reason), and its
- * first success after {@link STORAGE_SETTLE_MS} without another one logs one `info` line
- * ("database back", "blob storage back", with the seconds it was out). Requests, leases and
- * sweeps that fail meanwhile log nothing more at warning or above, so an outage is two lines,
- * however long and busy. `/readyz` and the metrics read {@link StorageWatch.state}.
+ * `error` line ("database unreachable", "blob storage unavailable", with the reason), and the
+ * first success of an operation that had failed meanwhile logs one `info` line ("database back",
+ * "blob storage back", with the seconds it was out). Only such an operation counts as proof: a
+ * full disk still serves reads, and a read that succeeds says nothing of the write that cannot.
+ * Requests, leases and sweeps that fail meanwhile log nothing at warning or above, so an outage
+ * is two lines however long and busy. `/readyz` and the metrics read {@link StorageWatch.state}.
  */
 export function createStorageWatch(options: StorageWatchOptions): StorageWatch {
   const { logger } = options;
   const now = options.now ?? Date.now;
-  const settleMs = options.settleMs ?? STORAGE_SETTLE_MS;
-  const states = new Map<
-    UnavailableStorage,
-    { available: boolean; since: number; lastFailure: number; reason: string | null }
-  >([
-    ['state-store', { available: true, since: 0, lastFailure: 0, reason: null }],
-    ['blob-store', { available: true, since: 0, lastFailure: 0, reason: null }],
+  interface Watched {
+    available: boolean;
+    since: number;
+    reason: string | null;
+    /** The operations that failed during this outage (`put`, `leaseDocument`, …). */
+    readonly failed: Set<string>;
+  }
+  const states = new Map<UnavailableStorage, Watched>([
+    ['state-store', { available: true, since: 0, reason: null, failed: new Set() }],
+    ['blob-store', { available: true, since: 0, reason: null, failed: new Set() }],
   ]);
-  const stateOf = (storage: UnavailableStorage): NonNullable<ReturnType<typeof states.get>> => {
+  const stateOf = (storage: UnavailableStorage): Watched => {
     const state = states.get(storage);
     if (state === undefined) throw new TypeError(`unknown storage ${storage}`);
     return state;
   };
 
-  const failed = (error: StorageUnavailableError): void => {
+  const failed = (error: StorageUnavailableError, operation: string): void => {
     const state = stateOf(error.storage);
-    const at = now();
-    state.lastFailure = at;
     state.reason = error.reason;
+    state.failed.add(operation);
     if (!state.available) return;
     state.available = false;
-    state.since = at;
+    state.since = now();
     logger.error(
-      { storage: error.storage, reason: state.reason, err: error },
+      { storage: error.storage, reason: error.reason, operation, err: error },
       LOG_NAMES[error.storage].down,
     );
   };
-  const answered = (storage: UnavailableStorage): void => {
+  const answered = (storage: UnavailableStorage, operation: string): void => {
     const state = stateOf(storage);
-    if (state.available) return;
-    const at = now();
-    if (at - state.lastFailure < settleMs) return;
+    if (state.available || !state.failed.has(operation)) return;
     state.available = true;
+    state.failed.clear();
+    state.reason = null;
     logger.info(
-      { storage, downSeconds: Math.round((at - state.since) / 100) / 10 },
+      { storage, operation, downSeconds: Math.round((now() - state.since) / 100) / 10 },
       LOG_NAMES[storage].back,
     );
-    state.reason = null;
   };
 
   return {
@@ -99,16 +90,17 @@ export function createStorageWatch(options: StorageWatchOptions): StorageWatch {
         get(target, property, receiver) {
           const value: unknown = Reflect.get(target, property, receiver);
           if (typeof value !== 'function') return value;
+          const operation = String(property);
           return (...args: unknown[]): unknown => {
             const result: unknown = Reflect.apply(value, target, args);
             if (!(result instanceof Promise)) return result;
             return result.then(
               (answer: unknown) => {
-                answered(storage);
+                answered(storage, operation);
                 return answer;
               },
               (error: unknown) => {
-                if (error instanceof StorageUnavailableError) failed(error);
+                if (error instanceof StorageUnavailableError) failed(error, operation);
                 throw error;
               },
             );
@@ -116,7 +108,6 @@ export function createStorageWatch(options: StorageWatchOptions): StorageWatch {
         },
       });
     },
-    report: failed,
     state(storage) {
       const state = stateOf(storage);
       return {

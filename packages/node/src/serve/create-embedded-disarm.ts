@@ -49,6 +49,8 @@ export const SHUTDOWN_GRACE_MS = 20_000;
 const CLAMD_READINESS_TIMEOUT_MS = 2_000;
 /** Documents in flight may finish for this long at shutdown, inside the listeners' grace. */
 const DISPATCHER_STOP_MS = SHUTDOWN_GRACE_MS - 5_000;
+/** The blob `/readyz` writes (and removes) to see whether an unavailable blob store is back. */
+const READINESS_PROBE_KEY = 'readiness/probe';
 
 /**
  * OAuth of the embedded service: {@link OAuthConfig} without the key-encryption key, which is
@@ -317,9 +319,13 @@ export async function createEmbeddedDisarm(
       await pool.close();
     });
     const documentEvents = await openDocumentEvents(database, (error) => {
-      // The database out of reach is logged once by the watch, not at every reconnection try.
-      if (error instanceof StorageUnavailableError) storageWatch.report(error);
-      else logger.warn({ err: error }, 'document events: connection lost, listening again');
+      // The database out of reach is logged once by the watch (the store's own calls fail too),
+      // not at every reconnection try of the listener.
+      if (error instanceof StorageUnavailableError) {
+        logger.debug?.({ err: error }, 'document events: the database is out of reach');
+      } else {
+        logger.warn({ err: error }, 'document events: connection lost, listening again');
+      }
     });
     cleanups.push(() => documentEvents.close());
     const events = documentEvents.events;
@@ -334,6 +340,21 @@ export async function createEmbeddedDisarm(
     } else {
       blobs = storageWatch.watch('blob-store', options.blobs);
     }
+
+    /**
+     * Whether the blob store takes bytes: as last seen, and while it did not, asked again with a
+     * one-byte write (so `/readyz` tells the moment a disk has room again, without a submission).
+     */
+    const blobsWritable = async (): Promise<boolean> => {
+      if (storageWatch.state('blob-store').available) return true;
+      try {
+        await blobs.put(READINESS_PROBE_KEY, oneByte(), { maxBytes: 1 });
+        await blobs.delete(READINESS_PROBE_KEY);
+        return true;
+      } catch {
+        return false;
+      }
+    };
 
     const metrics = createMetrics({
       store,
@@ -395,7 +416,7 @@ export async function createEmbeddedDisarm(
           }
           // A blob store that cannot take bytes (a full disk) leaves the process in rotation:
           // status reads and downloads still work, and submissions answer 503 themselves.
-          const blobStore = storageWatch.state('blob-store').available ? 'ok' : 'unavailable';
+          const blobStore = (await blobsWritable()) ? 'ok' : 'unavailable';
           try {
             await store.getOrganisation('org_readiness_probe', clock.now());
           } catch (error) {
@@ -541,4 +562,14 @@ function toBaseUrl(value: string, name: string): string {
     throw new TypeError(`${name} must be an http or https URL (got "${value}")`);
   }
   return value.replace(/\/+$/, '');
+}
+
+/** A one-byte body, for the blob store's readiness probe. */
+function oneByte(): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      controller.enqueue(new Uint8Array([0]));
+      controller.close();
+    },
+  });
 }

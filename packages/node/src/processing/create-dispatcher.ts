@@ -312,7 +312,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const { document } = job;
     logger.warn(
       { documentId: document.id, attempt: document.attempts, maxAttempts: MAX_ATTEMPTS, detail },
-      'worker killed from outside while processing; the document goes back to the queue',
+      'worker killed from outside while processing',
     );
     try {
       // A lease of 0 ms has lapsed already: recovery below takes it as a crashed process's.

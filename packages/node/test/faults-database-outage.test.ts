@@ -5,8 +5,8 @@
  *
  * To know that a document is in a worker's hands when the database goes (not by timing luck),
  * the blob folder sits on a small tmpfs that is full when the worker starts: the worker cleans
- * the first document and waits to store it (it says so); the database is stopped, the disk freed,
- * and the worker then stores the file but cannot record the result (it says so too).
+ * the documents and waits to store them (it says so); the database is stopped, the disk freed,
+ * and the worker then stores the files but cannot record the results (it says so too).
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -141,18 +141,19 @@ describe.skipIf(cannotMount !== undefined)('PostgreSQL unreachable', () => {
           }
         ).status;
 
-      // Two accepted documents: the first will be in the worker's hands, the second waits.
+      // Two accepted documents, both to be in the worker's hands; its third slot stays idle and
+      // keeps looking for work through the outage.
       const ids: string[] = [];
-      for (const name of ['held.png', 'queued.png']) {
+      for (const name of ['held.png', 'second.png']) {
         const response = await submit(name);
         expect(response.status).toBe(202);
         ids.push(((await response.json()) as { id: string }).id);
       }
-      const [held = '', queued = ''] = ids;
+      const [held = '', second = ''] = ids;
       await disk.fill();
       const worker = await startTestWorker({
         dataDir,
-        args: [`--database=${database}`, '--renderers=builtin'],
+        args: [`--database=${database}`, '--renderers=builtin', '--workers=3'],
       });
       cleanups.push(() => worker.stop());
       await until('the worker holds the cleaned file', () =>
@@ -196,9 +197,9 @@ describe.skipIf(cannotMount !== undefined)('PostgreSQL unreachable', () => {
 
       await cluster.resume();
 
-      // Back by itself: the held result is recorded, the queued document processed.
+      // Back by itself: the held results are recorded.
       await until('the held document ends', async () => (await status(held)) === 'completed');
-      await until('the queued document ends', async () => (await status(queued)) === 'completed');
+      await until('the second document ends', async () => (await status(second)) === 'completed');
       const ready = await fetch(`${api.apiUrl}/readyz`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({ checks: { database: 'ok' } });

@@ -116,7 +116,7 @@ describe.skipIf(cannotMount !== undefined)('PostgreSQL unreachable', () => {
         '--json',
       );
       expect(created.code, created.stderr).toBe(0);
-      const organisationId = String((JSON.parse(created.stdout) as { id: string }).id);
+      const organisationId = (JSON.parse(created.stdout) as { id: string }).id;
       const key = await api.admin(
         'key',
         'create',
@@ -126,7 +126,7 @@ describe.skipIf(cannotMount !== undefined)('PostgreSQL unreachable', () => {
         '--json',
       );
       expect(key.code, key.stderr).toBe(0);
-      const headers = { 'X-Api-Key': String((JSON.parse(key.stdout) as { key: string }).key) };
+      const headers = { 'X-Api-Key': (JSON.parse(key.stdout) as { key: string }).key };
       const png = new Uint8Array(await pngWithMetadata());
       const submit = (name: string, query = ''): Promise<Response> =>
         fetch(`${api.apiUrl}/v1/documents${query}`, {

@@ -6,8 +6,10 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import { createLinkSigner, StorageUnavailableError } from '@disarm/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 
+import { createLocalBlobStore } from '../src/index.ts';
 import { pngWithMetadata, tempDir } from './_fixtures.ts';
 import { startTestServer, startTestWorker } from './_server.ts';
 import type { TestServer } from './_server.ts';
@@ -107,6 +109,30 @@ async function untilTerminal(
 }
 
 describe.skipIf(cannotMount !== undefined)('the data folder’s disk full', () => {
+  it('makes the folder store refuse a put with StorageUnavailableError (ENOSPC), keeping no temporary file', async () => {
+    const disk = await mounted(BLOB_DISK_BYTES);
+    const blobs = createLocalBlobStore({
+      directory: disk.path,
+      signer: createLinkSigner(new Uint8Array(32).fill(7), 'http://localhost:8081'),
+    });
+    const bytes = (): ReadableStream<Uint8Array> =>
+      new Blob([new Uint8Array(64 * 1024).fill(1)]).stream();
+    await blobs.put('output/doc_kept', bytes(), { maxBytes: MIB_BYTES });
+    await disk.fill();
+
+    const refused = blobs.put('intake/doc_new', bytes(), { maxBytes: MIB_BYTES });
+    await expect(refused).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(refused).rejects.toMatchObject({ storage: 'blob-store', reason: 'ENOSPC' });
+    expect(await filesUnder(disk.path)).toEqual(['.filler', 'output/doc_kept']);
+    // Reading and deleting need no room.
+    expect(await blobs.stat('output/doc_kept')).toEqual({ sizeBytes: 64 * 1024 });
+    await blobs.delete('output/doc_kept');
+
+    await disk.free();
+    await blobs.put('intake/doc_new', bytes(), { maxBytes: MIB_BYTES });
+    expect(await filesUnder(disk.path)).toEqual(['intake/doc_new']);
+  });
+
   it(
     'refuses intake, staged uploads and database writes with 503 and Retry-After, keeps nothing, charges nothing, and serves again once space is freed',
     { timeout: TEST_TIMEOUT_MS },

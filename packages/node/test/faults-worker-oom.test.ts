@@ -12,7 +12,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { pngWithMetadata } from './_fixtures.ts';
 import { createMemoryCgroup } from './_cgroup.ts';
-import type { MemoryCgroup } from './_cgroup.ts';
 import { startTestServer } from './_server.ts';
 import type { TestServer } from './_server.ts';
 
@@ -160,7 +159,7 @@ describe.skipIf(cannotLimit !== undefined)('a worker killed by the kernel for me
         .logs()
         .filter((line) => line.msg === 'worker killed from outside while processing');
       expect(kills).toEqual(
-        [1, 2, 3].map((attempt) =>
+        [1, 2, 3].map((attempt): unknown =>
           expect.objectContaining({ level: LEVEL.warn, documentId: id, attempt }),
         ),
       );

@@ -27,7 +27,9 @@ export interface TemporaryCluster {
   createDatabase(name: string): Promise<string>;
   /**
    * Stops the server at once, as a crash or a failover does (`pg_ctl stop -m immediate`), keeping
-   * its data: open connections break and new ones are refused until {@link resume}.
+   * its data: open connections break and new ones are refused until {@link resume}. What it had
+   * acknowledged survives, as on a server with `synchronous_commit` on (this cluster runs it off,
+   * so the write-ahead log is flushed first).
    */
   interrupt(): Promise<void>;
   /** Starts the server again, on the same port and data, after {@link interrupt}. */
@@ -132,6 +134,13 @@ export async function startTemporaryCluster(): Promise<TemporaryCluster> {
         return `${base}/${name}`;
       },
       async interrupt() {
+        const client = new pg.Client({ connectionString: `${base}/postgres` });
+        await client.connect();
+        try {
+          await client.query('CHECKPOINT');
+        } finally {
+          await client.end();
+        }
         await exec('pg_ctl', [
           'stop',
           '-D',

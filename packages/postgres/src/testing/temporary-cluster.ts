@@ -116,6 +116,8 @@ export async function startTemporaryCluster(): Promise<TemporaryCluster> {
         settings,
       ]);
     await start();
+    const stopAtOnce = (): Promise<void> =>
+      exec('pg_ctl', ['stop', '-D', data, '-m', 'immediate', '-w', '-t', String(PG_CTL_WAIT_S)]);
     const base = `postgres://postgres@127.0.0.1:${port}`;
     return {
       url: `${base}/postgres`,
@@ -141,29 +143,11 @@ export async function startTemporaryCluster(): Promise<TemporaryCluster> {
         } finally {
           await client.end();
         }
-        await exec('pg_ctl', [
-          'stop',
-          '-D',
-          data,
-          '-m',
-          'immediate',
-          '-w',
-          '-t',
-          String(PG_CTL_WAIT_S),
-        ]);
+        await stopAtOnce();
       },
       resume: start,
       async stop() {
-        await exec('pg_ctl', [
-          'stop',
-          '-D',
-          data,
-          '-m',
-          'immediate',
-          '-w',
-          '-t',
-          String(PG_CTL_WAIT_S),
-        ]).catch(() => undefined);
+        await stopAtOnce().catch(() => undefined);
         await rm(root, { recursive: true, force: true });
       },
     };

@@ -424,7 +424,11 @@ export async function createEmbeddedDisarm(
             if (!(error instanceof StorageUnavailableError)) {
               logger.error({ err: error }, 'readiness: the state store is unreachable');
             }
-            return { ready: false, checks: { database: 'unreachable', blobs: blobStore }, ...report };
+            return {
+              ready: false,
+              checks: { database: 'unreachable', blobs: blobStore },
+              ...report,
+            };
           }
           try {
             await clamdProbe?.ping();

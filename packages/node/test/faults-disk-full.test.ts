@@ -246,6 +246,9 @@ describe.skipIf(cannotMount !== undefined)('the data folder’s disk full', () =
       expect(await (await fetch(`${server.apiUrl}/readyz`)).json()).toMatchObject({
         checks: { database: 'ok', blobs: 'ok' },
       });
+      // Two documents accepted and charged, no more: no refused submission left a row behind.
+      const metrics = await (await fetch(`${server.apiUrl}/metrics`)).text();
+      expect(metrics).toMatch(/^disarm_charges_total\{plan_type="payg"\} 2$/m);
       // Every refusal was a 503: no request counted as our own fault.
       const errors = await serverErrors(server);
       expect(Object.keys(errors)).toEqual(['503']);

@@ -40,7 +40,7 @@ const STORAGE_RETRY_BASE_MS = 1_000;
  * lease: 15 seconds, so work resumes within that of the storage's return (at once on
  * PostgreSQL, whose listener announces its reconnection).
  */
-export const STORAGE_RETRY_MAX_MS = 15_000;
+const STORAGE_RETRY_MAX_MS = 15_000;
 
 /** Blob key of a document's cleaned file. */
 export function outputKeyOf(documentId: string): string {

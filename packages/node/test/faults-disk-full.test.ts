@@ -3,7 +3,7 @@
  * the test fills to the last byte (`mount -t tmpfs`, as root; skipped, saying why, where mounting
  * is not permitted), then frees.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { createLinkSigner, StorageUnavailableError } from '@disarm/protocol';
@@ -263,6 +263,7 @@ describe.skipIf(cannotMount !== undefined)('the data folder’s disk full', () =
       // The blob folder alone on the small disk: SQLite keeps room, so the worker leases, cleans
       // and then meets the full disk only when it writes the cleaned file.
       const dataDir = await tempDir();
+      cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
       const api = await startTestServer({ dataDir, args: ['--role=api'] });
       cleanups.push(() => api.stop());
       const disk = await mounted(BLOB_DISK_BYTES, join(dataDir, 'blobs'));

@@ -272,6 +272,8 @@ export interface TestWorker {
   advanceClock(milliseconds: number): Promise<Date>;
   /** What the worker wrote to stderr so far. */
   stderr(): string;
+  /** The JSON log lines the worker wrote so far. */
+  logs(): Record<string, unknown>[];
   /** SIGKILL, as a host dying: no drain, no lease released. */
   kill(): Promise<void>;
   /** SIGTERM (drains), wait for exit. Resolves the exit code. */
@@ -294,10 +296,11 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
   const child = spawn(
     process.execPath,
     ['--import', TSX_LOADER, '--conditions=@disarm/source', CLI_PATH, ...args],
-    { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, ...options.env } },
+    { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: { ...process.env, ...options.env } },
   );
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const logLines = collectLogLines(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   const started = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -325,6 +328,7 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
     pid: child.pid ?? 0,
     advanceClock: clockChannel(child),
     stderr: () => stderr,
+    logs: () => [...logLines],
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
@@ -342,6 +346,21 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
       return stopped;
     },
   };
+}
+
+/** The JSON log lines `child` writes to stdout, as they arrive. */
+function collectLogLines(child: ChildProcess): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  let partial = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    partial += chunk;
+    const complete = partial.split('\n');
+    partial = complete.pop() ?? '';
+    for (const line of complete) {
+      if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+  });
+  return lines;
 }
 
 function optional(flag: string, value: number | undefined): string[] {

@@ -34,6 +34,8 @@ import { addResponseHeaders } from './http/response-headers.ts';
 import { compilePattern } from './http/router.ts';
 import type { CompiledPattern } from './http/router.ts';
 import { ValidationError } from './http/validation.ts';
+import { unavailableProblem } from './http/unavailable.ts';
+import { StorageUnavailableError } from './ports.ts';
 import { createUpload } from './uploads/routes.ts';
 import { idempotencyMiddleware } from './idempotency/middleware.ts';
 import { rateLimitMiddleware } from './limits/rate-limit.ts';
@@ -276,6 +278,12 @@ export function createDisarmApi(
         instance,
         extensions: { errors: error.errors },
       });
+    }
+    if (error instanceof StorageUnavailableError) {
+      // Not our code's fault and not the caller's: 503 with Retry-After. The outage itself is
+      // logged once where it starts and ends (by whoever watches the stores), not per request.
+      api.logger.debug?.({ err: error, path, requestId }, 'request refused: storage unavailable');
+      return problem('ServiceUnavailable', { instance, ...unavailableProblem(error) });
     }
     api.logger.error({ err: error, path, requestId }, 'request failed');
     return problem('InternalError', {

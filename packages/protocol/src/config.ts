@@ -74,6 +74,13 @@ export interface Readiness {
    * process does not convert.
    */
   readonly renderers?: Readonly<Record<string, string>>;
+  /**
+   * What readiness depends on and how each stands, reported as `checks`, e.g.
+   * `{ "database": "unreachable", "blobs": "ok" }`: it tells an operator which dependency holds
+   * the process out of rotation (or, for one that does not, what is degraded). Absent when
+   * nothing is reported.
+   */
+  readonly checks?: Readonly<Record<string, string>>;
 }
 
 /** How the API is configured. */

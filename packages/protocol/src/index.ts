@@ -36,7 +36,7 @@ export {
 export type { StorageApiOptions } from './storage/api.ts';
 export { createLinkSigner, STORAGE_PATH_PREFIX } from './storage/signer.ts';
 export type { LinkClaims, LinkRefusal, LinkSigner } from './storage/signer.ts';
-export { BlobDigestMismatchError, BlobTooLargeError } from './ports.ts';
+export { BlobDigestMismatchError, BlobTooLargeError, StorageUnavailableError } from './ports.ts';
 export type {
   AcceptResult,
   BlobStore,
@@ -60,6 +60,7 @@ export type {
   StoredResponse,
   SubmitRefusal,
   SweepItem,
+  UnavailableStorage,
 } from './ports.ts';
 export { isPlanName, MAX_FILE_SIZE_BYTES, PLANS } from './domain/plans.ts';
 export type { PlanName, PlanTerms, PlanType } from './domain/plans.ts';

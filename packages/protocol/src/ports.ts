@@ -222,6 +222,9 @@ export type OAuthClientChange =
  * rules what follows (`rollBillingPeriod`, `decideAcceptance`, `submitRefusal`, `endDocument`,
  * `refundFailure`, `lapsedLeaseOutcome`, `deletionOf`, `patchOrganisation`, …, all exported by
  * this package) and writes their answer, so every store bills, refuses and retains alike.
+ *
+ * An operation that fails because the database cannot be reached or cannot write (after the
+ * store's own retries) throws {@link StorageUnavailableError}, with nothing of it applied.
  */
 export interface StateStore {
   // Organisations
@@ -353,6 +356,45 @@ export interface StateStore {
   close(): Promise<void>;
 }
 
+// ─── Storage faults ─────────────────────────────────────────────────────────────────────────
+
+/** Which storage a {@link StorageUnavailableError} is about. */
+export type UnavailableStorage = 'state-store' | 'blob-store';
+
+/**
+ * Thrown by a {@link StateStore} or {@link BlobStore} operation when the storage cannot do its
+ * work right now, through no fault of the request: the database cannot be reached or cannot
+ * write (connection refused or lost after the store's own retries, its disk full), the blob
+ * folder's disk is full or over quota or failing (`ENOSPC`, `EDQUOT`, `EIO`), the bucket answers
+ * 5xx (`SlowDown`, `InternalError`) or cannot be reached.
+ *
+ * The operation did not complete and left nothing half-done (a `put` keeps no partial blob; a
+ * transaction is all or nothing), so it may simply be asked again later. (Should a database take
+ * a commit whose answer is then lost with its connection, a store looks for its own row where
+ * it can, as `acceptDocument` and `finishDocument` do; every operation tolerates being asked
+ * again.) The API answers it with 503 `ServiceUnavailable` and `Retry-After`, never 500, and a
+ * worker keeps the document it holds instead of failing it: a full disk is not the file's fault.
+ * Any other error a store throws is a fault of its own (an opaque 500).
+ */
+export class StorageUnavailableError extends Error {
+  /**
+   * @param storage which storage could not do its work.
+   * @param reason what it said, for the logs (never shown to a caller), e.g. `ENOSPC`,
+   *   `ECONNREFUSED`, `SQLITE_FULL`, `SlowDown`.
+   */
+  constructor(
+    readonly storage: UnavailableStorage,
+    readonly reason: string,
+    options?: { readonly cause?: unknown },
+  ) {
+    super(
+      `${storage === 'state-store' ? 'the state store' : 'the blob store'} is unavailable: ${reason}`,
+      options,
+    );
+    this.name = 'StorageUnavailableError';
+  }
+}
+
 // ─── Blob store ─────────────────────────────────────────────────────────────────────────────
 
 /** Thrown by {@link BlobStore.put} when the body passes `maxBytes` (nothing is kept). */
@@ -381,6 +423,9 @@ export interface SignedUpload {
 /**
  * Bytes: submitted files, cleaned files, staged uploads. Embedded: a local directory with
  * HMAC-signed links served on their own origin. Scale-out: S3 or Azure Blob.
+ *
+ * An operation that fails because the storage itself cannot serve right now (not because of the
+ * key or the bytes) throws {@link StorageUnavailableError}.
  */
 export interface BlobStore {
   /**
@@ -388,6 +433,8 @@ export interface BlobStore {
    * left behind when it throws.
    * @throws {BlobTooLargeError} past `maxBytes`
    * @throws {BlobDigestMismatchError} when `contentMd5` (base64) does not match
+   * @throws {StorageUnavailableError} when the storage cannot take the bytes now (disk full,
+   *   quota, I/O error, the bucket failing or out of reach)
    */
   put(
     key: string,

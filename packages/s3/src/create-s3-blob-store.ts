@@ -21,6 +21,7 @@ import {
 import type { BlobStore, SignedUpload } from '@disarm/protocol';
 
 import { applyLifecycleRule } from './_lifecycle.ts';
+import { toBlobStoreError } from './_unavailable.ts';
 import type { LifecycleChange } from './_lifecycle.ts';
 
 /**
@@ -151,7 +152,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
       } catch (error) {
         await checked.cancel();
         // The refusal that stopped the stream, not the SDK's wrapping of it.
-        throw checked.refusal() ?? error;
+        throw checked.refusal() ?? toBlobStoreError(error);
       }
       return { sizeBytes: checked.sizeBytes() };
     },
@@ -164,7 +165,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         return response.Body?.transformToWebStream() as ReadableStream<Uint8Array> | undefined;
       } catch (error) {
         if (error instanceof NoSuchKey || isNotFound(error)) return undefined;
-        throw error;
+        throw toBlobStoreError(error);
       }
     },
 
@@ -176,13 +177,17 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         return { sizeBytes: head.ContentLength ?? 0 };
       } catch (error) {
         if (error instanceof NotFound || isNotFound(error)) return undefined;
-        throw error;
+        throw toBlobStoreError(error);
       }
     },
 
     async delete(key) {
       // S3 answers 204 for an absent key too: deleting is idempotent as the port requires.
-      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(key) }));
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(key) }));
+      } catch (error) {
+        throw toBlobStoreError(error);
+      }
     },
 
     async signedDownloadUrl(key, { expiresAt, fileName, contentType }) {

@@ -7,6 +7,7 @@ import {
   assertBlobKey,
   BlobDigestMismatchError,
   BlobTooLargeError,
+  StorageUnavailableError,
   UPLOAD_CONTENT_TYPE,
 } from '@disarm/protocol';
 import type { BlobStore, LinkSigner, SignedUpload } from '@disarm/protocol';
@@ -16,6 +17,22 @@ import { keyToPath } from './_keys.ts';
 
 /** Name of an in-progress `put`: hidden (keys cannot start with `.`) and marked. */
 const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
+
+/**
+ * errno codes that say the folder cannot take or serve bytes right now, whatever the key: the
+ * disk is full (`ENOSPC`) or over quota (`EDQUOT`), it fails (`EIO`) or was remounted read-only
+ * after errors (`EROFS`), or the process or system is out of file descriptors (`EMFILE`,
+ * `ENFILE`). Thrown as `StorageUnavailableError`, so a submission is refused with 503 and a
+ * worker keeps its document for later, instead of either being a fault of ours.
+ */
+const UNAVAILABLE_ERRNO_CODES: ReadonlySet<string> = new Set([
+  'ENOSPC',
+  'EDQUOT',
+  'EIO',
+  'EROFS',
+  'EMFILE',
+  'ENFILE',
+]);
 
 /** Options of {@link createLocalBlobStore}. */
 export interface LocalBlobStoreOptions {
@@ -74,7 +91,7 @@ export function createLocalBlobStore(options: LocalBlobStoreOptions): LocalBlobS
   const { signer } = options;
   const pathOf = (key: string): string => keyToPath(root, key);
 
-  return {
+  const store: LocalBlobStore = {
     directory: root,
     pathOf,
 
@@ -194,6 +211,14 @@ export function createLocalBlobStore(options: LocalBlobStoreOptions): LocalBlobS
       return removed;
     },
   };
+  // A full or failing disk is the port's `StorageUnavailableError`, on every operation.
+  return {
+    ...store,
+    put: (key, body, options) => unavailableOnFault(() => store.put(key, body, options)),
+    get: (key) => unavailableOnFault(() => store.get(key)),
+    stat: (key) => unavailableOnFault(() => store.stat(key)),
+    delete: (key) => unavailableOnFault(() => store.delete(key)),
+  };
 }
 
 /** Makes a rename durable (POSIX: the directory entry lives in the folder's own data). */
@@ -206,6 +231,19 @@ async function syncFolder(folder: string): Promise<void> {
     // Some platforms (Windows) cannot open or fsync a folder; the file itself is synced.
   } finally {
     await handle?.close().catch(() => undefined);
+  }
+}
+
+/** Runs a blob operation, its resource faults thrown as {@link StorageUnavailableError}. */
+async function unavailableOnFault<R>(operation: () => Promise<R>): Promise<R> {
+  try {
+    return await operation();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    if (typeof code === 'string' && UNAVAILABLE_ERRNO_CODES.has(code)) {
+      throw new StorageUnavailableError('blob-store', code, { cause: error });
+    }
+    throw error;
   }
 }
 

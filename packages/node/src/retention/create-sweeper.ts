@@ -1,5 +1,6 @@
 import type { BlobStore, Clock, Logger, StateStore } from '@disarm/protocol';
 
+import { logFault } from '../_internal/log-fault.ts';
 import { silentLogger } from '../_internal/logger.ts';
 
 /** Default of {@link SweeperOptions.intervalMs}. */
@@ -84,7 +85,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       try {
         items = await store.listSweepable(clock.now(), graceMs, SWEEP_BATCH_SIZE);
       } catch (error) {
-        logger.error({ err: error }, 'listing blobs to sweep failed');
+        logFault(logger, error, {}, 'listing blobs to sweep failed');
         break;
       }
       let failedInBatch = 0;
@@ -95,7 +96,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
           swept += 1;
         } catch (error) {
           failedInBatch += 1;
-          logger.error({ err: error, kind: item.kind, id: item.id }, 'sweeping a blob failed');
+          logFault(logger, error, { kind: item.kind, id: item.id }, 'sweeping a blob failed');
         }
       }
       failed += failedInBatch;
@@ -106,7 +107,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     try {
       purgedIdempotencyKeys = await store.purgeIdempotencyKeys(clock.now());
     } catch (error) {
-      logger.error({ err: error }, 'purging idempotency records failed');
+      logFault(logger, error, {}, 'purging idempotency records failed');
     }
     if (swept > 0 || failed > 0 || purgedIdempotencyKeys > 0) {
       logger.info({ swept, failed, purgedIdempotencyKeys }, 'retention sweep');

@@ -4,7 +4,12 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 
 import { createClamdScanner } from '@disarm/core';
-import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
+import {
+  createDisarmApi,
+  createLinkSigner,
+  createStorageApi,
+  StorageUnavailableError,
+} from '@disarm/protocol';
 import type { BlobStore, Clock, Logger } from '@disarm/protocol';
 import type { OAuthConfig } from '@disarm/protocol/oauth';
 
@@ -30,6 +35,7 @@ import {
 import { provisionDemo } from './_demo.ts';
 import type { DemoAccount } from './_demo.ts';
 import { withRequestLog } from './_request-log.ts';
+import { createStorageWatch } from './_storage-watch.ts';
 import { loadLinkSecret, loadTokenSigningKek } from './_secrets.ts';
 import { createSwaggerUiAssets } from './docs-assets.ts';
 
@@ -43,6 +49,8 @@ export const SHUTDOWN_GRACE_MS = 20_000;
 const CLAMD_READINESS_TIMEOUT_MS = 2_000;
 /** Documents in flight may finish for this long at shutdown, inside the listeners' grace. */
 const DISPATCHER_STOP_MS = SHUTDOWN_GRACE_MS - 5_000;
+/** The blob `/readyz` writes (and removes) to see whether an unavailable blob store is back. */
+const READINESS_PROBE_KEY = 'readiness/probe';
 
 /**
  * OAuth of the embedded service: {@link OAuthConfig} without the key-encryption key, which is
@@ -273,12 +281,16 @@ export async function createEmbeddedDisarm(
     const tokenSigningKek = await loadTokenSigningKek(dataDir);
 
     const database = parseDatabaseUrl(options.database, dataDir);
-    const { store } = await openStateStore(database, {
+    const opened = await openStateStore(database, {
       onMigrationNotice: (notice) => {
         logger.warn({ notice }, 'schema migration changed access');
       },
     });
-    cleanups.push(() => store.close());
+    cleanups.push(() => opened.store.close());
+    // Every component sees the stores through the watch, which logs an outage once when it
+    // starts and once when it ends (README "Runbook: resource faults").
+    const storageWatch = createStorageWatch({ logger });
+    const store = storageWatch.watch('state-store', opened.store);
     logger.info({ database: describeDatabase(database) }, 'state store open');
     const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());
 
@@ -307,7 +319,13 @@ export async function createEmbeddedDisarm(
       await pool.close();
     });
     const documentEvents = await openDocumentEvents(database, (error) => {
-      logger.warn({ err: error }, 'document events: connection lost, listening again');
+      // The database out of reach is logged once by the watch (the store's own calls fail too),
+      // not at every reconnection try of the listener.
+      if (error instanceof StorageUnavailableError) {
+        logger.debug?.({ err: error }, 'document events: the database is out of reach');
+      } else {
+        logger.warn({ err: error }, 'document events: connection lost, listening again');
+      }
     });
     cleanups.push(() => documentEvents.close());
     const events = documentEvents.events;
@@ -318,13 +336,29 @@ export async function createEmbeddedDisarm(
     if (options.blobs === undefined) {
       local = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });
       await local.removeStaleTempFiles(startedAt);
-      blobs = local;
+      blobs = storageWatch.watch('blob-store', local);
     } else {
-      blobs = options.blobs;
+      blobs = storageWatch.watch('blob-store', options.blobs);
     }
+
+    /**
+     * Whether the blob store takes bytes: as last seen, and while it did not, asked again with a
+     * one-byte write (so `/readyz` tells the moment a disk has room again, without a submission).
+     */
+    const blobsWritable = async (): Promise<boolean> => {
+      if (storageWatch.state('blob-store').available) return true;
+      try {
+        await blobs.put(READINESS_PROBE_KEY, oneByte(), { maxBytes: 1 });
+        await blobs.delete(READINESS_PROBE_KEY);
+        return true;
+      } catch {
+        return false;
+      }
+    };
 
     const metrics = createMetrics({
       store,
+      storageAvailable: (storage) => storageWatch.state(storage).available,
       ...(options.processing === false ? {} : { workerRestarts: () => pool.stats().restarts }),
       logger,
       ...(options.metricsToken === undefined ? {} : { token: options.metricsToken }),
@@ -380,18 +414,36 @@ export async function createEmbeddedDisarm(
           if (!running || stopped || !poolOpen || pool.stats().size < 1) {
             return { ready: false, ...report };
           }
+          // A blob store that cannot take bytes (a full disk) leaves the process in rotation:
+          // status reads and downloads still work, and submissions answer 503 themselves.
+          const blobStore = (await blobsWritable()) ? 'ok' : 'unavailable';
           try {
             await store.getOrganisation('org_readiness_probe', clock.now());
           } catch (error) {
-            logger.error({ err: error }, 'readiness: the state store is unreachable');
-            return { ready: false, ...report };
+            // An outage is logged by the watch when it starts, not at every probe.
+            if (!(error instanceof StorageUnavailableError)) {
+              logger.error({ err: error }, 'readiness: the state store is unreachable');
+            }
+            return {
+              ready: false,
+              checks: { database: 'unreachable', blobs: blobStore },
+              ...report,
+            };
           }
           try {
             await clamdProbe?.ping();
-            return { ready: true, ...report };
+            return {
+              ready: true,
+              checks: { database: 'ok', blobs: blobStore, ...(clamdProbe ? { clamd: 'ok' } : {}) },
+              ...report,
+            };
           } catch (error) {
             logger.error({ err: error }, 'readiness: clamd does not answer');
-            return { ready: false, ...report };
+            return {
+              ready: false,
+              checks: { database: 'ok', blobs: blobStore, clamd: 'not answering' },
+              ...report,
+            };
           }
         },
         docsAssets: createSwaggerUiAssets(),
@@ -514,4 +566,14 @@ function toBaseUrl(value: string, name: string): string {
     throw new TypeError(`${name} must be an http or https URL (got "${value}")`);
   }
   return value.replace(/\/+$/, '');
+}
+
+/** A one-byte body, for the blob store's readiness probe. */
+function oneByte(): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      controller.enqueue(new Uint8Array([0]));
+      controller.close();
+    },
+  });
 }

@@ -157,6 +157,9 @@ export async function receiveMultipart(
       void (stored ?? Promise.resolve(undefined))
         .catch(() => undefined)
         .then(() => api.blobs.delete(intakeKey))
+        // A store that cannot delete now (out of reach) must not turn this into an unhandled
+        // rejection; the refusal below is the answer either way.
+        .catch(() => undefined)
         .finally(() => {
           reject(failure ?? error);
         });

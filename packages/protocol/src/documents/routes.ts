@@ -6,6 +6,7 @@ import { asJsonObject, readJsonBody } from '../http/json-body.ts';
 import { jsonResponse } from '../http/negotiation.ts';
 import { organisationGone, ProblemError } from '../http/problem-error.ts';
 import { FieldErrors, parseBoolean, parseNonNegativeInt32 } from '../http/validation.ts';
+import { StorageUnavailableError } from '../ports.ts';
 import type { AcceptResult, NewDocument } from '../ports.ts';
 import { toEnvelope, isDownloadable, statusUrlOf } from './envelope.ts';
 import { assertFileName } from './file-name.ts';
@@ -223,7 +224,14 @@ async function waitForTerminal(
       AbortSignal.timeout(Math.min(remaining, 1000)),
     ]);
     await api.events.waitForFinish(current.id, stop).catch(() => undefined);
-    current = (await api.store.getDocument(current.organisationId, current.id)) ?? current;
+    try {
+      current = (await api.store.getDocument(current.organisationId, current.id)) ?? current;
+    } catch (error) {
+      // The document is accepted and charged: a 503 now would read as "not accepted, send it
+      // again" and bill it twice. Stop waiting and answer 202; the caller polls once it is back.
+      if (error instanceof StorageUnavailableError) break;
+      throw error;
+    }
   }
   return current;
 }
@@ -289,7 +297,16 @@ export const submitDocument: Handler = async (context) => {
   }
 
   const now = api.clock.now();
-  const result = await api.store.acceptDocument(input, now);
+  let result: AcceptResult;
+  try {
+    result = await api.store.acceptDocument(input, now);
+  } catch (error) {
+    // Not accepted (the database out of reach or full): the bytes stored for it are nobody's.
+    // Should the commit have landed with its answer lost, the document then fails for want of
+    // its bytes and is refunded, so a caller told 503 never pays for what it sends again.
+    if (input.intakeKey !== '') await api.blobs.delete(input.intakeKey).catch(() => undefined);
+    throw error;
+  }
   if (result.kind !== 'accepted') {
     // Refused after the bytes arrived (a race with another submission): nothing is kept.
     if (input.intakeKey !== '') await api.blobs.delete(input.intakeKey);
@@ -327,7 +344,13 @@ export const submitDocument: Handler = async (context) => {
   if (isTerminal(document.status) && budget !== undefined) {
     if (document.status === 'failed') {
       // A failed document was credited back: the usage headers show the account after that.
-      const refunded = await api.store.getOrganisation(organisation.id, api.clock.now());
+      const refunded = await api.store
+        .getOrganisation(organisation.id, api.clock.now())
+        .catch((error: unknown) => {
+          // The answer is known; only its usage headers would be stale. Never a 503 for it.
+          if (error instanceof StorageUnavailableError) return undefined;
+          throw error;
+        });
       if (refunded) {
         for (const [name, value] of Object.entries(usageHeaders(refunded))) {
           headers.set(name, value);

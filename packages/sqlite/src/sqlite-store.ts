@@ -6,7 +6,7 @@ import { openCounters } from './_internal/counters.ts';
 import { createReadScope } from './_internal/read-scope.ts';
 import type { Counters } from './_internal/counters.ts';
 import { createDocumentOps } from './_internal/documents.ts';
-import { createRequestOps } from './_internal/requests.ts';
+import { createClaimRows, createRequestOps } from './_internal/requests.ts';
 import { migrate } from './_internal/schema.ts';
 
 /** How long a write waits for another connection's lock before failing: 5 seconds. */
@@ -160,8 +160,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   };
   const organisations = createOrganisationRows(db);
   const accounts = createAccountOps(db, organisations);
-  const documents = createDocumentOps(db, organisations);
-  const requests = createRequestOps(db);
+  const claims = createClaimRows(db);
+  const documents = createDocumentOps(db, organisations, claims);
+  const requests = createRequestOps(db, claims);
   const scope = createReadScope(db);
 
   return {
@@ -198,6 +199,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
 
     listSweepable: settle(scope.writing(documents.listSweepable)),
     markSwept: settle(scope.writing(documents.markSwept)),
+    ownedBlobKeys: settle(scope.reading(documents.ownedBlobKeys)),
 
     hitRateLimit: (bucket, windowStart, at) => {
       try {
@@ -208,6 +210,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     },
 
     claimIdempotencyKey: settle(scope.writing(requests.claimIdempotencyKey)),
+    renewIdempotencyKey: settle(scope.writing(requests.renewIdempotencyKey)),
     completeIdempotencyKey: settle(scope.writing(requests.completeIdempotencyKey)),
     releaseIdempotencyKey: settle(scope.writing(requests.releaseIdempotencyKey)),
     purgeIdempotencyKeys: settle(scope.writing(requests.purgeIdempotencyKeys)),

@@ -113,7 +113,12 @@ describe('createSweeper()', () => {
     const sweeper = createSweeper({ store, blobs, clock, graceMs: GRACE_MS });
 
     // Processing is over: the intake bytes go at once, the outputs stay.
-    expect(await sweeper.sweep()).toEqual({ swept: 2, failed: 0, purgedIdempotencyKeys: 0 });
+    expect(await sweeper.sweep()).toEqual({
+      swept: 2,
+      failed: 0,
+      purgedIdempotencyKeys: 0,
+      orphans: 0,
+    });
     expect(await blobs.stat(`intake/${kept}`)).toBeUndefined();
     expect((await store.getDocument(org.id, kept))?.intakeKey).toBeNull();
     expect(await blobs.stat(`output/${kept}`)).toBeDefined();
@@ -240,6 +245,7 @@ describe('createSweeper()', () => {
       swept: SWEEP_BATCH_SIZE + 19,
       failed: 2,
       purgedIdempotencyKeys: 3,
+      orphans: 0,
     });
     expect(marked).not.toContain('doc_7');
     expect(logger.lines.filter((line) => line.level === 'error')).toHaveLength(2);
@@ -253,7 +259,12 @@ describe('createSweeper()', () => {
     });
     const logger = recordingLogger();
     const sweeper = createSweeper({ store, blobs, clock, graceMs: 0, logger });
-    expect(await sweeper.sweep()).toEqual({ swept: 0, failed: 0, purgedIdempotencyKeys: 0 });
+    expect(await sweeper.sweep()).toEqual({
+      swept: 0,
+      failed: 0,
+      purgedIdempotencyKeys: 0,
+      orphans: 0,
+    });
     expect(logger.lines.map((line) => line.level)).toEqual(['error', 'error']);
     expect(() => createSweeper({ store, blobs, clock, graceMs: -1 })).toThrow(TypeError);
     expect(() => createSweeper({ store, blobs, clock, graceMs: 0, intervalMs: 0 })).toThrow(
@@ -268,10 +279,15 @@ function fakeStore(methods: Partial<StateStore>): StateStore {
     listSweepable: () => Promise.resolve([]),
     markSwept: () => Promise.resolve(),
     purgeIdempotencyKeys: () => Promise.resolve(0),
+    ownedBlobKeys: (keys) => Promise.resolve([...keys]),
     ...methods,
   } as StateStore;
 }
 
 function fakeBlobs(methods: Partial<BlobStore>): BlobStore {
-  return { delete: () => Promise.resolve(), ...methods } as BlobStore;
+  return {
+    delete: () => Promise.resolve(),
+    list: () => Promise.resolve({ blobs: [], next: undefined }),
+    ...methods,
+  } as BlobStore;
 }

@@ -20,6 +20,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import type { PlanName } from '@disarm/protocol';
 
+import type { FailpointStep } from '../src/index.ts';
+
 /** Entry of the `disarm` command, run from source. */
 export const CLI_PATH = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 /** The tsx loader, as a URL for `node --import`. */
@@ -61,6 +63,12 @@ export interface TestOrganisationOptions {
   readonly keyName?: string;
 }
 
+/** How a server or worker process ended. */
+export interface ProcessEnd {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
 /** What one CLI run printed and how it ended. */
 export interface CliRun {
   readonly code: number | null;
@@ -82,6 +90,12 @@ export interface TestServer {
   readonly pid: number;
   /** Moves the server's manual clock forward; resolves after a retention sweep at the new time. */
   advanceClock(milliseconds: number): Promise<Date>;
+  /** Arms a failpoint: the server kills itself the next time a document passes `step`. */
+  armFailpoint(step: FailpointStep): Promise<void>;
+  /** Resolves when the process has exited, with how (a failpoint ends it with `SIGKILL`). */
+  exited(): Promise<ProcessEnd>;
+  /** SIGKILL, as a host dying; keeps the data folder. */
+  kill(): Promise<void>;
   /** Creates an organisation on `plan` and one API key for it (through `disarm admin`). */
   createOrganisation(
     plan: PlanName,
@@ -185,6 +199,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     });
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ended = endOf(child);
 
   let ready: Record<string, unknown>;
   try {
@@ -207,6 +222,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     dataDir,
     pid: child.pid ?? 0,
     advanceClock: clock,
+    armFailpoint: failpointChannel(child),
+    exited: () => ended,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await ended;
+    },
     async createOrganisation(plan, organisation = {}) {
       const created = await admin(
         'org',
@@ -270,6 +291,10 @@ export interface TestWorker {
   readonly pid: number;
   /** Moves the worker's manual clock forward; resolves after its lease recovery and sweep. */
   advanceClock(milliseconds: number): Promise<Date>;
+  /** Arms a failpoint: the worker kills itself the next time a document passes `step`. */
+  armFailpoint(step: FailpointStep): Promise<void>;
+  /** Resolves when the process has exited, with how (a failpoint ends it with `SIGKILL`). */
+  exited(): Promise<ProcessEnd>;
   /** What the worker wrote to stderr so far. */
   stderr(): string;
   /** SIGKILL, as a host dying: no drain, no lease released. */
@@ -299,6 +324,7 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ended = endOf(child);
   const started = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`the worker did not start within ${START_TIMEOUT_MS} ms:\n${stderr}`));
@@ -324,6 +350,8 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
   return {
     pid: child.pid ?? 0,
     advanceClock: clockChannel(child),
+    armFailpoint: failpointChannel(child),
+    exited: () => ended,
     stderr: () => stderr,
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -346,6 +374,43 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
 
 function optional(flag: string, value: number | undefined): string[] {
   return value === undefined ? [] : [`${flag}=${value}`];
+}
+
+/** How `child` ends. */
+function endOf(child: ChildProcess): Promise<ProcessEnd> {
+  return new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      resolve({ code, signal });
+    });
+  });
+}
+
+/** `armFailpoint()` over the server's IPC channel (test mode only). */
+function failpointChannel(child: ChildProcess): (step: FailpointStep) => Promise<void> {
+  let nextId = 1;
+  const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+  child.on('message', (message: { type?: string; id?: number; error?: string }) => {
+    if (message.type !== 'disarm:failpoint-armed' || message.id === undefined) return;
+    const waiter = waiting.get(message.id);
+    waiting.delete(message.id);
+    if (message.error === undefined) waiter?.resolve();
+    else waiter?.reject(new Error(message.error));
+  });
+  child.once('exit', () => {
+    for (const waiter of waiting.values()) waiter.reject(new Error('disarm serve exited'));
+    waiting.clear();
+  });
+  return (step) =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      waiting.set(id, { resolve, reject });
+      child.send({ type: 'disarm:arm-failpoint', id, step }, (error) => {
+        if (error) {
+          waiting.delete(id);
+          reject(error);
+        }
+      });
+    });
 }
 
 /** `advanceClock()` over the server's IPC channel (test mode only). */

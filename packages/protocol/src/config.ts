@@ -75,9 +75,11 @@ export interface DisarmApiPorts {
  * The steps of a submission where a test-mode process can be made to crash
  * (`DISARM_FAILPOINT`, README "Crash safety"): `intake-partial` once some bytes of a multipart or
  * raw body are in the intake blob, `intake-stored` once the intake blob is stored and before the
- * document row, `document-accepted` once the row is committed and before the response.
+ * document row, `document-accepted` once the row is committed and before the response, and
+ * `upload-created` once a staged upload's row is committed and before the response.
  */
-export type ApiFailpoint = 'intake-partial' | 'intake-stored' | 'document-accepted';
+export type ApiFailpoint =
+  'intake-partial' | 'intake-stored' | 'document-accepted' | 'upload-created';
 
 /** A static file of the interactive reference (`/docs`), served by the process itself. */
 export interface DocsAsset {

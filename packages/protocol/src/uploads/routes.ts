@@ -71,6 +71,7 @@ export const createUpload: Handler = async (context) => {
         'A retry with this Idempotency-Key took it over while this request ran; that retry answers for it.',
     });
   }
+  api.settings.failpoint?.('upload-created');
   api.logger.info({ uploadId: id, organisationId: organisation.id }, 'upload created');
   return uploadAnswer(context, record, usageHeaders(organisation));
 };

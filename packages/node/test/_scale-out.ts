@@ -6,7 +6,10 @@
 import { mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import { expect } from 'vitest';
+
 import type { TestS3Server } from '../../s3/test/_servers.ts';
+import { runDisarm } from './_server.ts';
 
 /** `disarm serve` of an API node, as the `api` service of `docker-compose.yml` runs it. */
 export function apiCommand(database: string, blobs: string): string[] {
@@ -42,4 +45,14 @@ export async function nodeDataDirs(root: string): Promise<() => Promise<string>>
     await symlink(join(root, 'secrets'), join(folder, 'secrets'));
     return folder;
   };
+}
+
+/** Runs `disarm admin <args> --database=<database> --json`, failing the test unless it succeeds. */
+export async function adminOn(
+  database: string,
+  ...args: string[]
+): Promise<Record<string, unknown>> {
+  const run = await runDisarm(['admin', ...args, `--database=${database}`, '--json']);
+  expect(run.code, run.stderr).toBe(0);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
 }

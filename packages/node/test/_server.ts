@@ -385,26 +385,43 @@ function endOf(child: ChildProcess): Promise<ProcessEnd> {
   });
 }
 
-/** `armFailpoint()` over the server's IPC channel (test mode only). */
-function failpointChannel(child: ChildProcess): (step: FailpointStep) => Promise<void> {
+/** An answer of the server on its IPC channel. */
+interface IpcReply {
+  readonly type?: string;
+  readonly id?: number;
+  readonly now?: string;
+  readonly error?: string;
+}
+
+/**
+ * Requests over the server's IPC channel (test mode only): each message gets an `id`, and the
+ * promise settles with the server's message of type `replyType` bearing it, or rejects when the
+ * server exits first.
+ */
+function ipcChannel(
+  child: ChildProcess,
+  replyType: string,
+): (message: Readonly<Record<string, unknown>>) => Promise<IpcReply> {
   let nextId = 1;
-  const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
-  child.on('message', (message: { type?: string; id?: number; error?: string }) => {
-    if (message.type !== 'disarm:failpoint-armed' || message.id === undefined) return;
+  const waiting = new Map<
+    number,
+    { resolve: (reply: IpcReply) => void; reject: (error: Error) => void }
+  >();
+  child.on('message', (message: IpcReply) => {
+    if (message.type !== replyType || message.id === undefined) return;
     const waiter = waiting.get(message.id);
     waiting.delete(message.id);
-    if (message.error === undefined) waiter?.resolve();
-    else waiter?.reject(new Error(message.error));
+    waiter?.resolve(message);
   });
   child.once('exit', () => {
     for (const waiter of waiting.values()) waiter.reject(new Error('disarm serve exited'));
     waiting.clear();
   });
-  return (step) =>
+  return (message) =>
     new Promise((resolve, reject) => {
       const id = nextId++;
       waiting.set(id, { resolve, reject });
-      child.send({ type: 'disarm:arm-failpoint', id, step }, (error) => {
+      child.send({ ...message, id }, (error) => {
         if (error) {
           waiting.delete(id);
           reject(error);
@@ -413,33 +430,21 @@ function failpointChannel(child: ChildProcess): (step: FailpointStep) => Promise
     });
 }
 
+/** `armFailpoint()` over the server's IPC channel (test mode only). */
+function failpointChannel(child: ChildProcess): (step: FailpointStep) => Promise<void> {
+  const call = ipcChannel(child, 'disarm:failpoint-armed');
+  return async (step) => {
+    const reply = await call({ type: 'disarm:arm-failpoint', step });
+    if (reply.error !== undefined) throw new Error(reply.error);
+  };
+}
+
 /** `advanceClock()` over the server's IPC channel (test mode only). */
 function clockChannel(child: ChildProcess): (milliseconds: number) => Promise<Date> {
-  let nextId = 1;
-  const waiting = new Map<
-    number,
-    { resolve: (now: Date) => void; reject: (error: Error) => void }
-  >();
-  child.on('message', (message: { type?: string; id?: number; now?: string; error?: string }) => {
-    if (message.type !== 'disarm:clock' || message.id === undefined) return;
-    const waiter = waiting.get(message.id);
-    waiting.delete(message.id);
-    if (message.now !== undefined) waiter?.resolve(new Date(message.now));
-    else waiter?.reject(new Error(message.error ?? 'the clock did not move'));
-  });
-  child.once('exit', () => {
-    for (const waiter of waiting.values()) waiter.reject(new Error('disarm serve exited'));
-    waiting.clear();
-  });
-  return (milliseconds) =>
-    new Promise((resolve, reject) => {
-      const id = nextId++;
-      waiting.set(id, { resolve, reject });
-      child.send({ type: 'disarm:advance-clock', id, milliseconds }, (error) => {
-        if (error) {
-          waiting.delete(id);
-          reject(error);
-        }
-      });
-    });
+  const call = ipcChannel(child, 'disarm:clock');
+  return async (milliseconds) => {
+    const reply = await call({ type: 'disarm:advance-clock', milliseconds });
+    if (reply.now === undefined) throw new Error(reply.error ?? 'the clock did not move');
+    return new Date(reply.now);
+  };
 }

@@ -39,7 +39,7 @@ import {
 } from './_crash.ts';
 import type { Answer } from './_crash.ts';
 import { pngWithMetadata, tempDir } from './_fixtures.ts';
-import { apiCommand, nodeDataDirs, s3EnvOf, workerCommand } from './_scale-out.ts';
+import { adminOn, apiCommand, nodeDataDirs, s3EnvOf, workerCommand } from './_scale-out.ts';
 import { runDisarm, startTestServer, startTestWorker } from './_server.ts';
 import type { ProcessEnd, TestServer } from './_server.ts';
 
@@ -168,12 +168,8 @@ async function scaledOut(
       worker = await startWorker();
     },
     async createOrganisation() {
-      const admin = async (...args: string[]): Promise<Record<string, unknown>> => {
-        const run = await runDisarm(['admin', ...args, `--database=${database}`, '--json']);
-        expect(run.code, run.stderr).toBe(0);
-        return JSON.parse(run.stdout) as Record<string, unknown>;
-      };
-      const organisation = await admin(
+      const organisation = await adminOn(
+        database,
         'org',
         'create',
         '--name=Crash',
@@ -182,7 +178,13 @@ async function scaledOut(
         `--price-pence=${PRICE_PENCE}`,
         `--rate-limit=${RATE_LIMIT_PER_MINUTE}`,
       );
-      const key = await admin('key', 'create', `--org=${String(organisation.id)}`, '--name=t');
+      const key = await adminOn(
+        database,
+        'key',
+        'create',
+        `--org=${String(organisation.id)}`,
+        '--name=t',
+      );
       return String(key.key);
     },
     async blobs() {

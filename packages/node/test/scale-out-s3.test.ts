@@ -18,8 +18,8 @@ import { startS3rver } from '../../s3/test/_servers.ts';
 import type { TestS3Server } from '../../s3/test/_servers.ts';
 import { LEASE_MS } from '../src/processing/create-dispatcher.ts';
 import { pngWithMetadata, tempDir } from './_fixtures.ts';
-import { apiCommand, nodeDataDirs, s3EnvOf, workerCommand } from './_scale-out.ts';
-import { runDisarm, startTestServer, startTestWorker } from './_server.ts';
+import { adminOn, apiCommand, nodeDataDirs, s3EnvOf, workerCommand } from './_scale-out.ts';
+import { startTestServer, startTestWorker } from './_server.ts';
 import type { TestServer, TestWorker } from './_server.ts';
 
 const PREFIX = 'blobs';
@@ -106,11 +106,8 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
         nodes.push(worker);
         return worker;
       };
-      const admin = async (...args: string[]): Promise<Record<string, unknown>> => {
-        const run = await runDisarm(['admin', ...args, `--database=${database}`, '--json']);
-        expect(run.code, run.stderr).toBe(0);
-        return JSON.parse(run.stdout) as Record<string, unknown>;
-      };
+      const admin = (...args: string[]): Promise<Record<string, unknown>> =>
+        adminOn(database, ...args);
 
       // One after the other: the first migrates, the second finds the schema current.
       const apiA = await startApi();

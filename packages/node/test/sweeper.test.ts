@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 
 import { createLinkSigner, cryptoRandom, newId, ORPHAN_BLOB_GRACE_MS } from '@disarm/protocol';
-import type { BlobStore, Logger, StateStore, SweepItem } from '@disarm/protocol';
+import type { BlobStore, Logger, StateStore, SweepItem, UploadRecord } from '@disarm/protocol';
 import { createS3BlobStore, createS3ClientFromEnv } from '@disarm/s3';
 import { createSqliteStore } from '@disarm/sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -91,6 +91,29 @@ async function completedDocument(
   return id;
 }
 
+/** An upload created at `now`, nothing PUT yet (link 1 hour, window 24 hours). */
+function uploadRecord(
+  organisationId: string,
+  id: string,
+  blobKey: string,
+  now: Date,
+): UploadRecord {
+  return {
+    id,
+    organisationId,
+    fileName: 'big.pdf',
+    blobKey,
+    createdAt: now,
+    putExpiresAt: new Date(now.getTime() + HOUR_MS),
+    expiresAt: new Date(now.getTime() + 24 * HOUR_MS),
+    maxSizeBytes: 1000,
+    uploadedAt: null,
+    sizeBytes: null,
+    submittedAt: null,
+    documentId: null,
+  };
+}
+
 function recordingLogger(): Logger & {
   lines: { level: string; object: Record<string, unknown> }[];
 } {
@@ -155,20 +178,7 @@ describe('createSweeper()', () => {
     const id = newId('upl', cryptoRandom);
     const blobKey = `uploads/${org.id}/${id}`;
     const now = clock.now();
-    await store.createUpload({
-      id,
-      organisationId: org.id,
-      fileName: 'big.pdf',
-      blobKey,
-      createdAt: now,
-      putExpiresAt: new Date(now.getTime() + HOUR_MS),
-      expiresAt: new Date(now.getTime() + 24 * HOUR_MS),
-      maxSizeBytes: 1000,
-      uploadedAt: null,
-      sizeBytes: null,
-      submittedAt: null,
-      documentId: null,
-    });
+    await store.createUpload(uploadRecord(org.id, id, blobKey, now));
     await blobs.put(blobKey, bytes('large file'), { maxBytes: 1000 });
     await store.markUploaded(id, 10, now);
     const sweeper = createSweeper({ store, blobs, clock, graceMs: GRACE_MS });
@@ -346,21 +356,7 @@ describe('createSweeper(): blobs no row owns', () => {
       expect((await store.leaseDocument('proc_test', clock.now(), 60_000))?.id).toBe(running);
       await blobs.put(`output/${running}`, bytes('half'), { maxBytes: 100 });
       const waiting = newId('upl', cryptoRandom);
-      const now = clock.now();
-      await store.createUpload({
-        id: waiting,
-        organisationId: org.id,
-        fileName: 'big.pdf',
-        blobKey: `uploads/${waiting}`,
-        createdAt: now,
-        putExpiresAt: new Date(now.getTime() + HOUR_MS),
-        expiresAt: new Date(now.getTime() + 24 * HOUR_MS),
-        maxSizeBytes: 1000,
-        uploadedAt: null,
-        sizeBytes: null,
-        submittedAt: null,
-        documentId: null,
-      });
+      await store.createUpload(uploadRecord(org.id, waiting, `uploads/${waiting}`, clock.now()));
       await blobs.put(`uploads/${waiting}`, bytes('large'), { maxBytes: 100 });
       // Orphans: an intake whose row never committed (killed in between), an output of an
       // attempt that died before recording it, and bytes of an upload no row knows.

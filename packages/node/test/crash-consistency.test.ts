@@ -334,6 +334,14 @@ async function exercise(deployment: Deployment): Promise<void> {
   submission('k3', 'k3.png');
   await crash(api(), 'document-accepted', () => send('k3'));
   await deployment.restartApi();
+  // Another request under the key is refused, and leaves the key to the first request's retry.
+  const other = await submitRaw(api().apiUrl, apiKey, {
+    fileName: 'other.png',
+    file: png,
+    key: 'k3',
+  });
+  expect(other.status).toBe(422);
+  expect(other.body.code).toBe('IdempotencyKeyReused');
   const k3 = await acknowledge('k3', 'completed');
   const replayed = await retry('k3');
   expect(replayed.headers.get('Idempotency-Replayed')).toBe('true');

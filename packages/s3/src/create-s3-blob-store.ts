@@ -4,6 +4,7 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   NotFound,
   PutObjectCommand,
@@ -13,12 +14,16 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import {
   assertBlobKey,
+  assertBlobKeyPrefix,
+  assertBlobListOptions,
   BlobDigestMismatchError,
   BlobTooLargeError,
   contentDisposition,
+  isBlobKey,
+  MAX_BLOB_LIST_LIMIT,
   UPLOAD_CONTENT_TYPE,
 } from '@disarm/protocol';
-import type { BlobStore, SignedUpload } from '@disarm/protocol';
+import type { BlobStore, ListedBlob, SignedUpload } from '@disarm/protocol';
 
 import { applyLifecycleRule } from './_lifecycle.ts';
 import { toBlobStoreError } from './_unavailable.ts';
@@ -188,6 +193,33 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
       } catch (error) {
         throw toBlobStoreError(error);
       }
+    },
+
+    async list(listPrefix, options) {
+      assertBlobKeyPrefix(listPrefix);
+      assertBlobListOptions(listPrefix, options, MAX_BLOB_LIST_LIMIT);
+      // One ListObjectsV2 page: keys in UTF-8 order (ASCII keys: the folder store's order too).
+      // Multipart uploads in progress are not objects yet, so they are never listed.
+      const page = await client.send(
+        new ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: prefix + listPrefix,
+          MaxKeys: options.limit,
+          ...(options.startAfter === undefined ? {} : { StartAfter: prefix + options.startAfter }),
+        }),
+      );
+      const blobs: ListedBlob[] = [];
+      let last: string | undefined;
+      for (const object of page.Contents ?? []) {
+        const key = (object.Key ?? '').slice(prefix.length);
+        last = key;
+        // Not a key of ours (another writer in the bucket): stepped over, never touched.
+        if (!isBlobKey(key) || object.LastModified === undefined) continue;
+        if (object.LastModified.getTime() < options.modifiedBefore.getTime()) {
+          blobs.push({ key, modifiedAt: object.LastModified, sizeBytes: object.Size ?? 0 });
+        }
+      }
+      return { blobs, next: page.IsTruncated === true ? last : undefined };
     },
 
     async signedDownloadUrl(key, { expiresAt, fileName, contentType }) {

@@ -6,7 +6,7 @@ import { openCounters } from './_internal/counters.ts';
 import { createReadScope } from './_internal/read-scope.ts';
 import type { Counters } from './_internal/counters.ts';
 import { createDocumentOps } from './_internal/documents.ts';
-import { createRequestOps } from './_internal/requests.ts';
+import { createClaimRows, createRequestOps } from './_internal/requests.ts';
 import { toStoreError } from './_internal/unavailable.ts';
 import { migrate } from './_internal/schema.ts';
 
@@ -164,8 +164,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   };
   const organisations = createOrganisationRows(db);
   const accounts = createAccountOps(db, organisations);
-  const documents = createDocumentOps(db, organisations);
-  const requests = createRequestOps(db);
+  const claims = createClaimRows(db);
+  const documents = createDocumentOps(db, organisations, claims);
+  const requests = createRequestOps(db, claims);
   const scope = createReadScope(db);
 
   return {
@@ -202,6 +203,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
 
     listSweepable: settle(scope.writing(documents.listSweepable)),
     markSwept: settle(scope.writing(documents.markSwept)),
+    ownedBlobKeys: settle(scope.reading(documents.ownedBlobKeys)),
 
     hitRateLimit: (bucket, windowStart, at) => {
       try {
@@ -214,6 +216,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     },
 
     claimIdempotencyKey: settle(scope.writing(requests.claimIdempotencyKey)),
+    renewIdempotencyKey: settle(scope.writing(requests.renewIdempotencyKey)),
     completeIdempotencyKey: settle(scope.writing(requests.completeIdempotencyKey)),
     releaseIdempotencyKey: settle(scope.writing(requests.releaseIdempotencyKey)),
     purgeIdempotencyKeys: settle(scope.writing(requests.purgeIdempotencyKeys)),

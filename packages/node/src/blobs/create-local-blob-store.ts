@@ -1,16 +1,20 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 
 import {
   assertBlobKey,
+  assertBlobKeyPrefix,
+  assertBlobListOptions,
   BlobDigestMismatchError,
   BlobTooLargeError,
   StorageUnavailableError,
+  isBlobKey,
+  MAX_BLOB_LIST_LIMIT,
   UPLOAD_CONTENT_TYPE,
 } from '@disarm/protocol';
-import type { BlobStore, LinkSigner, SignedUpload } from '@disarm/protocol';
+import type { BlobStore, LinkSigner, ListedBlob, SignedUpload } from '@disarm/protocol';
 
 import { fileStream, writeAll } from '../_internal/file-stream.ts';
 import { keyToPath } from './_keys.ts';
@@ -174,6 +178,41 @@ export function createLocalBlobStore(options: LocalBlobStoreOptions): LocalBlobS
       } catch (error) {
         if (!isAbsent(error)) throw error;
       }
+    },
+
+    async list(prefix, options) {
+      assertBlobKeyPrefix(prefix);
+      assertBlobListOptions(prefix, options, MAX_BLOB_LIST_LIMIT);
+      const folder = pathOf(prefix.slice(0, -1));
+      // Names only (no stat) for the whole folder: the order of keys needs them all. Temporary
+      // files of unfinished puts are hidden names, never keys, so they are never listed.
+      const entries = await readdir(folder, { recursive: true, withFileTypes: true }).catch(
+        (error: unknown) => {
+          if (isAbsent(error)) return [];
+          throw error;
+        },
+      );
+      const keys = entries
+        .filter((entry) => entry.isFile())
+        .map(
+          (entry) =>
+            prefix + relative(folder, join(entry.parentPath, entry.name)).split(sep).join('/'),
+        )
+        .filter(
+          (key) => isBlobKey(key) && (options.startAfter === undefined || key > options.startAfter),
+        )
+        .sort();
+      const examined = keys.slice(0, options.limit);
+      const blobs: ListedBlob[] = [];
+      for (const key of examined) {
+        const info = await stat(pathOf(key)).catch(() => undefined);
+        // Gone since the folder was read: nothing to list.
+        if (!info?.isFile()) continue;
+        if (info.mtimeMs < options.modifiedBefore.getTime()) {
+          blobs.push({ key, modifiedAt: info.mtime, sizeBytes: info.size });
+        }
+      }
+      return { blobs, next: keys.length > examined.length ? examined.at(-1) : undefined };
     },
 
     async signedDownloadUrl(key, { expiresAt, fileName, contentType }) {

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { StorageUnavailableError } from '@disarm/protocol';
+import { outputKeyOf, StorageUnavailableError } from '@disarm/protocol';
 import type {
   BlobStore,
   Clock,
@@ -14,6 +14,7 @@ import type {
   StateStore,
 } from '@disarm/protocol';
 
+import type { Failpoint, WorkerFailpoint } from '../failpoints/index.ts';
 import { fileStream, writeStreamToFile } from '../_internal/file-stream.ts';
 import { logFault } from '../_internal/log-fault.ts';
 import { silentLogger } from '../_internal/logger.ts';
@@ -42,10 +43,8 @@ const STORAGE_RETRY_BASE_MS = 1_000;
  */
 const STORAGE_RETRY_MAX_MS = 15_000;
 
-/** Blob key of a document's cleaned file. */
-export function outputKeyOf(documentId: string): string {
-  return `output/${documentId}`;
-}
+// Where the node package has always exported it from; the rule lives in the protocol's domain.
+export { outputKeyOf };
 
 /** Options of {@link createDispatcher}. */
 export interface DispatcherOptions {
@@ -74,6 +73,12 @@ export interface DispatcherOptions {
    * @default none
    */
   readonly onFinished?: (document: DocumentRecord, details: FinishDetails) => void;
+  /**
+   * Test mode only: reached as `worker-leased` (the lease held, before the engine runs),
+   * `output-stored` (the cleaned file stored, before `finishDocument`) and `document-finished`
+   * (after `finishDocument`, before the intake is deleted). @default none
+   */
+  readonly failpoint?: Failpoint<WorkerFailpoint>;
 }
 
 /** What {@link DispatcherOptions.onFinished} learns besides the document. */
@@ -344,6 +349,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
       const outputDir = join(workDir, 'out');
       await mkdir(outputDir);
+      options.failpoint?.('worker-leased');
       const engineStarted = performance.now();
       const result = await pool.run({
         inputPath,
@@ -399,6 +405,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           // The worker told us the size; a file that grew since then is refused, not stored.
           return blobs.put(blobKey, fileStream(handle), { maxBytes: result.bytes });
         });
+        options.failpoint?.('output-stored');
         return {
           status: 'completed',
           blobKey,
@@ -482,10 +489,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
     }
     if (!finished) {
-      // Someone else holds the document now; its output key is theirs to overwrite.
+      // Someone else holds the document now; its output key is theirs to overwrite (and once
+      // it has ended, an output no row names is the orphan sweep's).
       logger.warn({ documentId: document.id }, 'lease lost before the result was recorded');
       return;
     }
+    options.failpoint?.('document-finished');
     logger.info(
       {
         documentId: document.id,

@@ -13,7 +13,10 @@ import {
 import type { BlobStore, Clock, Logger } from '@disarm/protocol';
 import type { OAuthConfig } from '@disarm/protocol/oauth';
 
+import { createFailpoints } from '../failpoints/index.ts';
+import type { FailpointStep } from '../failpoints/index.ts';
 import { silentLogger } from '../_internal/logger.ts';
+import { createProcessIdentity } from '../_internal/process-identity.ts';
 import { createLocalBlobStore } from '../blobs/create-local-blob-store.ts';
 import type { LocalBlobStore } from '../blobs/create-local-blob-store.ts';
 import { createManualClock } from '../clock/manual-clock.ts';
@@ -146,6 +149,14 @@ export interface EmbeddedDisarmOptions {
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
   /**
+   * Test mode only: the step at which this process kills itself with SIGKILL, the first time a
+   * document passes it (`DISARM_FAILPOINT`, README "Crash safety"), to prove what a crash there
+   * leaves and that a restart puts it right. **Never in production.**
+   * @default none
+   * @throws {TypeError} (rejected) without `testMode`.
+   */
+  readonly failpoint?: FailpointStep;
+  /**
    * OAuth 2.0 client credentials, always on: `POST /connect/token` issues ES256 access tokens
    * (issuer and audience below), `GET /.well-known/jwks.json` publishes their keys, and the
    * admin API manages clients and signing keys. With `external`, an identity provider's tokens
@@ -190,6 +201,12 @@ export interface EmbeddedDisarm {
    * @throws {Error} (rejected) outside test mode.
    */
   advanceClock(milliseconds: number): Promise<Date>;
+  /**
+   * Test mode only: the process kills itself with SIGKILL the next time a document passes `step`
+   * (what {@link EmbeddedDisarmOptions.failpoint} does from the start).
+   * @throws {Error} outside test mode.
+   */
+  armFailpoint(step: FailpointStep): void;
   /**
    * Starts the background work: the dispatcher (unless `processing: false`) and the retention
    * sweeper. Until it resolves, `/readyz` answers 503 and accepted documents wait in the queue.
@@ -257,6 +274,12 @@ export async function createEmbeddedDisarm(
   const publicBaseUrl = toBaseUrl(options.publicBaseUrl, 'publicBaseUrl');
   const storageBaseUrl = toBaseUrl(options.storageBaseUrl, 'storageBaseUrl');
   const logger = options.logger ?? silentLogger;
+  if (options.failpoint !== undefined && options.testMode !== true) {
+    throw new TypeError('a failpoint needs test mode: it makes the process kill itself');
+  }
+  // Test mode only: armed now (`failpoint`) or later by the harness (`armFailpoint`).
+  const failpoints = options.testMode === true ? createFailpoints(options.failpoint) : undefined;
+  const failpoint = failpoints?.reach;
   const dataDir = resolve(options.dataDir);
   const manualClock: ManualClock | undefined =
     options.testMode === true ? createManualClock(new Date()) : undefined;
@@ -368,6 +391,7 @@ export async function createEmbeddedDisarm(
       store,
       blobs,
       clock,
+      ...(failpoint === undefined ? {} : { failpoint }),
       graceMs: (options.graceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000,
       ...(options.sweepIntervalSeconds === undefined
         ? {}
@@ -382,6 +406,7 @@ export async function createEmbeddedDisarm(
       clock,
       logger,
       workDirectory,
+      ...(failpoint === undefined ? {} : { failpoint }),
       onFinished: (document, details) => {
         metrics.documentFinished(document, details);
       },
@@ -390,9 +415,12 @@ export async function createEmbeddedDisarm(
     let running = false;
     let stopped: Promise<void> | undefined;
 
+    const processIdentity = await createProcessIdentity();
     const api = createDisarmApi(
-      { store, blobs, events, clock, logger, observer: metrics.api },
+      { store, blobs, events, clock, logger, observer: metrics.api, processIdentity },
       {
+        // Every step the protocol reaches is one of ours (the types check it).
+        ...(failpoint === undefined ? {} : { failpoint }),
         publicBaseUrl,
         syncWaitSeconds: options.syncWaitSeconds ?? DEFAULT_SYNC_WAIT_SECONDS,
         deleteAfterDownloadGraceSeconds: options.graceSeconds ?? DEFAULT_GRACE_SECONDS,
@@ -511,6 +539,10 @@ export async function createEmbeddedDisarm(
       blobDirectory: local?.directory,
       clock,
       demo,
+      armFailpoint(step) {
+        if (!failpoints) throw new Error('armFailpoint() needs test mode');
+        failpoints.arm(step);
+      },
       async advanceClock(milliseconds) {
         if (!manualClock) throw new Error('advanceClock() needs test mode');
         const now = manualClock.advance(milliseconds);

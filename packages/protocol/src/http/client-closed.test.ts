@@ -33,6 +33,7 @@ function apiObserved(): {
         delete: refuse,
         signedDownloadUrl: refuse,
         signedUploadUrl: refuse,
+        list: refuse,
       } satisfies BlobStore,
       events: {
         queued: () => undefined,

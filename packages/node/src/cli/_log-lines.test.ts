@@ -49,6 +49,32 @@ describe('withFallback()', () => {
     closed.destroy();
   });
 
+  it('gives stderr what a reader that died took with it unread, too', async () => {
+    // A reader that never reads: the pipe takes the first line, then the reader dies with it.
+    const reader = spawn('sleep', ['30'], { stdio: ['pipe', 'ignore', 'ignore'] });
+    const fallen: string[] = [];
+    const output = withFallback(reader.stdin, {
+      write: (text: string, callback?: (error?: Error | null) => void) => {
+        fallen.push(text);
+        callback?.(null);
+      },
+    });
+    output.write('shutting down\n');
+    // Flushed into the pipe (its callback comes after the line's own).
+    await new Promise<void>((resolve) => {
+      reader.stdin.write('', () => {
+        resolve();
+      });
+    });
+    const exited = new Promise((resolve) => reader.once('exit', resolve));
+    reader.kill('SIGKILL');
+    await exited;
+    output.write('stopped\n');
+    await vi.waitFor(() => {
+      expect(fallen).toEqual(['shutting down\n', 'stopped\n']);
+    });
+  });
+
   it('keeps writing to stdout while it is fine', () => {
     const written: string[] = [];
     const output = withFallback(

@@ -1,48 +1,35 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests need when they are missing (idempotent, quiet when
+# Installs the Debian packages disarm needs when they are missing (idempotent, quiet when
 # everything is present). Needs root (or passwordless sudo) the first time on a fresh machine.
+#
+#   scripts/ensure-system-deps.sh            what the service runs and what the tests use
+#   scripts/ensure-system-deps.sh --runtime  what the service runs, nothing else (the Docker image)
+#
+# The lists live in scripts/system-packages/ (runtime.list, test.list), one package a line with
+# the command or file that proves it is installed; nothing else names them.
 set -euo pipefail
 
-# Debian package:command (or package:/absolute/file) that proves it is installed. The engine
-# itself needs none (sharp ships libvips); these are the independent tools the tests use.
-REQUIRED=(
-  unzip:unzip
-  zip:zip
-  chromium:chromium
-  qpdf:qpdf
-  libimage-exiftool-perl:exiftool
-  clamav:clamscan
-  clamav-daemon:/usr/sbin/clamd
-  poppler-utils:pdftotext
-  printemf:printemf
-  libwmf-bin:wmf2svg
-  # libwmf only recommends its fonts; without them wmf2svg draws nothing ("failed to load *any* font").
-  fonts-urw-base35:/usr/share/fonts/type1/urw-base35
-  libreoffice-writer-nogui:soffice
-  libreoffice-calc-nogui:/usr/lib/libreoffice/program/libsclo.so
-  libreoffice-impress-nogui:/usr/lib/libreoffice/program/libslideshowlo.so
-  # The UNO bridge of @disarm/libreoffice's warm pool (the system python3 imports uno).
-  python3-uno:/usr/lib/python3/dist-packages/uno.py
-  # An independent compound-file reader, to judge rebuilt .doc files.
-  python3-olefile:/usr/lib/python3/dist-packages/olefile/olefile.py
-  # A real PostgreSQL server for @disarm/postgres's tests (a temporary cluster per test file).
-  postgresql-15:/usr/lib/postgresql/15/bin/initdb
-  # The README's examples, which the README test runs as written.
-  curl:curl
-  jq:jq
-  openssl:openssl
-)
+lists_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/system-packages"
+case "${1:-}" in
+  --runtime) lists=("$lists_dir/runtime.list") ;;
+  '') lists=("$lists_dir/runtime.list" "$lists_dir/test.list") ;;
+  *)
+    echo "usage: $0 [--runtime]" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
-for item in "${REQUIRED[@]+"${REQUIRED[@]}"}"; do
-  pkg="${item%%:*}"
-  probe="${item#*:}"
-  # A probe is a command on the PATH, or (starting with /) a file the package installs.
-  if [[ "$probe" == /* ]]; then
-    [ -e "$probe" ] || missing+=("$pkg")
-  elif ! command -v "$probe" >/dev/null 2>&1; then
-    missing+=("$pkg")
-  fi
+for list in "${lists[@]}"; do
+  while read -r pkg probe _; do
+    [ -z "$pkg" ] || [[ "$pkg" == \#* ]] && continue
+    # A probe is a command on the PATH, or (starting with /) a file the package installs.
+    if [[ "$probe" == /* ]]; then
+      [ -e "$probe" ] || missing+=("$pkg")
+    elif ! command -v "$probe" >/dev/null 2>&1; then
+      missing+=("$pkg")
+    fi
+  done <"$list"
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then

@@ -121,7 +121,18 @@ export function createChromiumRenderer(options: ChromiumRendererOptions = {}): R
 
   const browser = (): Promise<Browser> => {
     starting ??= chromium
-      .launch({ executablePath, args: BROWSER_ARGS, timeout: launchTimeoutMs })
+      .launch({
+        executablePath,
+        args: BROWSER_ARGS,
+        timeout: launchTimeoutMs,
+        // Playwright's own handlers would close the browser on SIGINT, SIGTERM and SIGHUP, and
+        // exit the whole process on SIGINT: the process that owns the renderer decides when it
+        // stops, and closes it. Chromium ends by itself when this process dies (its DevTools
+        // pipe closes).
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+      })
       .then((started) => {
         started.on('disconnected', () => {
           // The next render starts a new one.

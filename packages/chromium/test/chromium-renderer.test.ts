@@ -1,10 +1,12 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 import { disarm, isDisarmError } from '@disarm/core';
 import type { CleanedOutcome, Renderer } from '@disarm/core';
@@ -303,5 +305,44 @@ describe('the chromium renderer', () => {
     expect(pdfText(saved(pdf ?? new Uint8Array(), 'after-crash.pdf'))).toContain(
       'Quarterly figures',
     );
+  });
+});
+
+describe('the chromium renderer and its owner’s signals', () => {
+  it('leaves SIGINT to the process that owns it: the process lives on and the renderer still draws', async () => {
+    const script = `
+      import { disarm } from '@disarm/core';
+      import { buildSvgDrawing } from '@disarm/fixtures';
+      import { createChromiumRenderer } from ${JSON.stringify(new URL('../src/index.ts', import.meta.url).href)};
+      const renderer = createChromiumRenderer();
+      const draw = async () => (await disarm({ bytes: new TextEncoder().encode(buildSvgDrawing()), fileName: 'a.svg' }, { renderers: [renderer] })).status;
+      process.on('SIGINT', () => {
+        void draw().then(async (status) => {
+          process.stdout.write('after SIGINT: ' + status + '\\n');
+          await renderer.close();
+        });
+      });
+      process.stdout.write('before: ' + (await draw()) + '\\n');
+    `;
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    const child = spawn(
+      process.execPath,
+      ['--import', tsx, '--conditions=@disarm/source', '--input-type=module', '-e', script],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        output += chunk;
+        if (output.includes('before:')) resolve();
+      });
+      void exited.then((code) => {
+        reject(new Error(`the owner exited (${String(code)}) before drawing: ${output}`));
+      });
+    });
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(output).toBe('before: cleaned\nafter SIGINT: cleaned\n');
   });
 });

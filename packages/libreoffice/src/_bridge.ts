@@ -5,11 +5,18 @@
  *
  * Request: `{"id": 1, "input": "/abs/in.ods", "output": "/abs/out.pdf", "kind": "spreadsheet"}`.
  * Answer: `{"id": 1, "ok": true}` or `{"id": 1, "ok": false, "error": "…"}`; the first line it
- * writes is `{"ready": true, "version": "7.4.7.2"}` once connected. It exits when stdin closes
- * or when soffice is gone (the pool replaces both then).
+ * writes is `{"ready": true, "version": "7.4.7.2"}` once connected. It exits when soffice is gone
+ * (the pool replaces both then).
+ *
+ * It is also soffice's guardian. Its stdin is a pipe from the Node process that drives it, so it
+ * reads end-of-file as soon as that process is gone, however it went (an exit, a crash, SIGKILL
+ * from the worker pool): it then kills soffice's process group and removes the instance folder
+ * and soffice's pipe sockets (arguments: the group id, the folder, the sockets), which nothing
+ * else would do. A thread reads
+ * stdin, so this happens even while a conversion is under way.
  */
 export const BRIDGE_SOURCE = String.raw`
-import json, sys, time
+import json, os, queue, shutil, signal, sys, threading, time
 import uno
 from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
@@ -27,6 +34,31 @@ def answer(message):
     sys.stdout.flush()
 
 pipe, start_timeout = sys.argv[1], float(sys.argv[2])
+office_group, instance_dir, sockets = int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+
+def end_office():
+    try:
+        os.killpg(office_group, signal.SIGKILL)
+    except OSError:
+        pass
+    shutil.rmtree(instance_dir, ignore_errors=True)
+    for socket in sockets:
+        try:
+            os.unlink(socket)
+        except OSError:
+            pass
+    os._exit(0)
+
+requests = queue.Queue()
+
+def read_requests():
+    for line in sys.stdin:
+        requests.put(line)
+    # End of stdin: whoever drove this bridge is gone and will not stop soffice.
+    end_office()
+
+threading.Thread(target=read_requests, daemon=True).start()
+
 local = uno.getComponentContext()
 resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
 started = time.monotonic()
@@ -81,8 +113,8 @@ def convert(request):
     finally:
         document.close(True)
 
-for line in sys.stdin:
-    request = json.loads(line)
+while True:
+    request = json.loads(requests.get())
     try:
         convert(request)
         answer({"id": request["id"], "ok": True})

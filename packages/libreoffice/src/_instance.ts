@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -26,6 +27,8 @@ const MAX_LOG_LINES = 20;
 
 /** Instances alive in this process, killed with it (soffice runs in a process group of its own). */
 const LIVE = new Set<OfficeInstance>();
+/** Instance folders not removed yet: whatever is left of them goes when this process exits. */
+const FOLDERS = new Set<string>();
 let killOnExit = false;
 
 /**
@@ -36,6 +39,8 @@ let killOnExit = false;
 export class OfficeInstance {
   readonly #options: InstanceOptions;
   #dir = '';
+  /** soffice's pipe sockets, which a killed soffice leaves behind. */
+  #sockets: readonly string[] = [];
   #office: ChildProcess | undefined;
   #bridge: ChildProcess | undefined;
   #version = '';
@@ -57,9 +62,11 @@ export class OfficeInstance {
     const instance = new OfficeInstance(options);
     if (!killOnExit) {
       killOnExit = true;
-      // A process that exits (a worker let go by its pool) takes its soffice processes along.
+      // A process that exits (a worker let go by its pool) takes its soffice processes and
+      // their folders along; `exit` allows no waiting, so the folders go synchronously.
       process.on('exit', () => {
         for (const live of LIVE) live.#die(new Error('the process exited'));
+        for (const folder of FOLDERS) rmSync(folder, { recursive: true, force: true });
       });
     }
     LIVE.add(instance);
@@ -119,14 +126,22 @@ export class OfficeInstance {
   /** Kills soffice (its whole process group) and the bridge and removes the profile. */
   async kill(): Promise<void> {
     this.#die(new Error('LibreOffice was stopped'));
-    if (this.#dir !== '') await rm(this.#dir, { recursive: true, force: true });
+    if (this.#dir !== '') {
+      await rm(this.#dir, { recursive: true, force: true });
+      FOLDERS.delete(this.#dir);
+    }
   }
 
   async #start(): Promise<void> {
     const { executable, python, tempDir, isolateNetwork, startTimeoutMs } = this.#options;
     this.#dir = await mkdtemp(join(tempDir, 'disarm-libreoffice-'));
+    FOLDERS.add(this.#dir);
     const profile = await writeProfile(join(this.#dir, 'profile'));
+    // soffice's own temporary files go inside the instance folder, removed with it.
+    const officeTemp = join(this.#dir, 'tmp');
+    await mkdir(officeTemp);
     const pipe = `disarm-${randomUUID()}`;
+    this.#sockets = pipeSockets(pipe, profile);
     const args = [
       `-env:UserInstallation=${profile}`,
       '--headless',
@@ -143,12 +158,29 @@ export class OfficeInstance {
     this.#office = spawn(
       isolateNetwork ? 'unshare' : executable,
       isolateNetwork ? ['--net', '--', executable, ...args] : args,
-      { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+      {
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, TMPDIR: officeTemp },
+      },
     );
     this.#watch(this.#office, 'soffice');
-    this.#bridge = spawn(python, ['-c', BRIDGE_SOURCE, pipe, String(startTimeoutMs / 1000)], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    // The bridge guards soffice: it kills it and removes the folder once this process is gone
+    // (see `_bridge.ts`). In a session of its own, so a signal to this process's group (Ctrl-C
+    // in a terminal, a service manager stopping the group) does not end it before it can.
+    this.#bridge = spawn(
+      python,
+      [
+        '-c',
+        BRIDGE_SOURCE,
+        pipe,
+        String(startTimeoutMs / 1000),
+        String(this.#office.pid ?? 0),
+        this.#dir,
+        ...this.#sockets,
+      ],
+      { detached: true, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     this.#watch(this.#bridge, 'bridge');
     // Writing to a bridge that just died fails the stream, not the process.
     this.#bridge.stdin?.on('error', (error) => {
@@ -243,8 +275,28 @@ export class OfficeInstance {
         }
       }
       this.#bridge?.kill('SIGKILL');
+      for (const socket of this.#sockets) rmSync(socket, { force: true });
     }
     this.#ready?.(error);
     this.#pending?.settle(error);
   }
 }
+
+/**
+ * Where soffice puts its pipe sockets: its UNO pipe (`--accept=pipe,name=…`) and its
+ * single-instance pipe, named after the MD5 of the profile URL in UTF-16, each byte in hex without
+ * leading zeros (LibreOffice `desktop/source/app/officeipcthread.cxx`). osl names both
+ * `OSL_PIPE_<uid>_<name>` in `/tmp`, whatever `TMPDIR` says (`sal/osl/unx/pipe.cxx`), and only a
+ * soffice that exits normally removes them.
+ */
+function pipeSockets(pipe: string, profileUrl: string): string[] {
+  const uid = process.getuid?.() ?? 0;
+  const digest = createHash('md5').update(Buffer.from(profileUrl, 'utf16le')).digest();
+  const hash = [...digest].map((byte) => byte.toString(16)).join('');
+  return [pipe, `SingleOfficeIPC_${hash}`].map((name) =>
+    join(OSL_PIPE_DIR, `OSL_PIPE_${uid}_${name}`),
+  );
+}
+
+/** The folder osl keeps pipe sockets in. */
+const OSL_PIPE_DIR = '/tmp';

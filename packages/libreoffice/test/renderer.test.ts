@@ -3,12 +3,16 @@
  * file, a local HTTP server every hostile fixture points at, and qpdf, pdftotext and pdfinfo as
  * judges of what comes out.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 
 import { disarm, isDisarmError } from '@disarm/core';
@@ -260,5 +264,105 @@ describe('the LibreOffice renderer', () => {
     expect(isDisarmError(error, 'ERR_INTERNAL')).toBe(true);
     const { text } = await judged((await render(await buildOds(), 'after.ods')).bytes);
     expect(text).toContain('Hello');
+  });
+});
+
+/** Processes whose command line names `folder` (soffice names its profile there). */
+function processesUsing(folder: string): { pid: number; args: string[] }[] {
+  const found: { pid: number; args: string[] }[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      if (args.some((arg) => arg.includes(folder))) found.push({ pid: Number(name), args });
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
+
+/**
+ * The pipe sockets soffice made for a profile folder, worked out from its command line the way
+ * LibreOffice names them (the UNO pipe; the single-instance pipe: MD5 of the profile URL in
+ * UTF-16, bytes in hex without leading zeros).
+ */
+function socketsOf(args: readonly string[]): string[] {
+  const uid = process.getuid?.() ?? 0;
+  const profile = args.find((arg) => arg.startsWith('-env:UserInstallation='))?.split('=')[1];
+  const pipe = /--accept=pipe,name=([^;]+);/.exec(args.join(' '))?.[1];
+  if (profile === undefined || pipe === undefined) return [];
+  const digest = createHash('md5').update(Buffer.from(profile, 'utf16le')).digest();
+  const single = `SingleOfficeIPC_${[...digest].map((byte) => byte.toString(16)).join('')}`;
+  return [pipe, single].map((name) => `/tmp/OSL_PIPE_${uid}_${name}`);
+}
+
+/** Resolves once no process names `folder` any more (the test's timeout bounds the wait). */
+async function untilNoProcessUses(folder: string): Promise<void> {
+  while (processesUsing(folder).length > 0) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('the LibreOffice renderer leaves nothing behind', () => {
+  it('close(): no soffice process, no profile folder, no pipe socket', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'libreoffice-close-'));
+    const own = createLibreOfficeRenderer({ poolSize: 1, tempDir: folder });
+    try {
+      await disarm({ bytes: await buildOds(), fileName: 'a.ods' }, { renderers: [own] });
+      const office = processesUsing(folder).find((found) => socketsOf(found.args).length > 0);
+      const sockets = socketsOf(office?.args ?? []);
+      expect(sockets.every((socket) => existsSync(socket))).toBe(true);
+      await own.close();
+      await untilNoProcessUses(folder);
+      expect(readdirSync(folder)).toEqual([]);
+      expect(sockets.filter((socket) => existsSync(socket))).toEqual([]);
+    } finally {
+      await own.close();
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('a process that drives it and dies by SIGKILL takes soffice, its folder and sockets along', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'libreoffice-orphan-'));
+    const script = `
+      import { disarm } from '@disarm/core';
+      import { buildOds } from '@disarm/fixtures';
+      import { createLibreOfficeRenderer } from ${JSON.stringify(pathToFileURL(fileURLToPath(new URL('../src/index.ts', import.meta.url))).href)};
+      const renderer = createLibreOfficeRenderer({ poolSize: 1, tempDir: ${JSON.stringify(folder)} });
+      const outcome = await disarm({ bytes: await buildOds(), fileName: 'a.ods' }, { renderers: [renderer] });
+      process.stdout.write(outcome.status + '\\n');
+      setInterval(() => undefined, 60_000);
+    `;
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    const child = spawn(
+      process.execPath,
+      ['--import', tsx, '--conditions=@disarm/source', '--input-type=module', '-e', script],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const status = await new Promise<string>((resolve, reject) => {
+        child.stdout.setEncoding('utf8').once('data', (chunk: string) => {
+          resolve(chunk.trim());
+        });
+        child.once('exit', (code) => {
+          reject(new Error(`the driver exited early (${code})`));
+        });
+      });
+      expect(status).toBe('cleaned');
+      const office = processesUsing(folder).find((found) => socketsOf(found.args).length > 0);
+      const sockets = socketsOf(office?.args ?? []);
+      expect(sockets.length).toBe(2);
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+      // Nobody closes the renderer: its guardian notices its driver is gone.
+      await untilNoProcessUses(folder);
+      expect(readdirSync(folder)).toEqual([]);
+      expect(sockets.filter((socket) => existsSync(socket))).toEqual([]);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 });

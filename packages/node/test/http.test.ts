@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-import { bufferedResponse } from '@disarm/protocol';
+import { bufferedResponse, ClientClosedRequestError } from '@disarm/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { listen } from '../src/index.ts';
@@ -309,6 +309,7 @@ describe('toRequest() through listen()', () => {
   it('errors the body stream when the client disconnects mid-upload', async () => {
     const failure = deferred<unknown>();
     const firstChunk = deferred<undefined>();
+    let signalAtFailure: { aborted: boolean; reason: unknown } | undefined;
     const { url } = await serve(async (request) => {
       const reader = request.body!.getReader();
       try {
@@ -319,6 +320,7 @@ describe('toRequest() through listen()', () => {
         }
         failure.resolve('completed');
       } catch (error) {
+        signalAtFailure = { aborted: request.signal.aborted, reason: request.signal.reason };
         failure.resolve(error);
       }
       return new Response('x');
@@ -334,7 +336,41 @@ describe('toRequest() through listen()', () => {
     req.write(Buffer.alloc(256 * 1024));
     await firstChunk.promise;
     req.destroy();
-    expect(await failure.promise).toBeInstanceOf(Error);
+    // The failure says it was the client, and the signal had already aborted with it.
+    const error = await failure.promise;
+    expect(error).toBeInstanceOf(ClientClosedRequestError);
+    expect(['closed_mid_body', 'reset']).toContain((error as ClientClosedRequestError).disconnect);
+    expect(signalAtFailure).toEqual({ aborted: true, reason: error });
+    expect(errors).toEqual([]);
+  });
+
+  it('tells a request cut off by the request timeout from a client that left', async () => {
+    const failure = deferred<unknown>();
+    server = await listen(
+      async (request) => {
+        try {
+          await request.arrayBuffer();
+          failure.resolve('completed');
+        } catch (error) {
+          failure.resolve(error);
+        }
+        return new Response('x');
+      },
+      { port: 0, requestTimeoutMs: 200 },
+    );
+    const target = new URL(server.url);
+    const req = httpRequest({
+      host: target.hostname,
+      port: target.port,
+      method: 'PUT',
+      headers: { 'Content-Length': '1000' },
+    });
+    req.on('error', () => undefined);
+    req.write(Buffer.alloc(10));
+    const error = await failure.promise;
+    req.destroy();
+    expect(error).toBeInstanceOf(ClientClosedRequestError);
+    expect((error as ClientClosedRequestError).disconnect).toBe('timed_out');
   });
 });
 

@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import sharp from 'sharp';
@@ -375,5 +377,93 @@ console.log(result.status, pool.stats().pids.join(','));
     await vi.waitFor(() => {
       expect(isRunning(Number(pid))).toBe(false);
     }, WORKER_START_WAIT);
+  });
+});
+
+describe('temporary folders', () => {
+  /** The worker's own temporary folder, read from its environment. */
+  async function folderOf(pid: number): Promise<string> {
+    const environment = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+    return environment.find((entry) => entry.startsWith('TMPDIR='))?.slice('TMPDIR='.length) ?? '';
+  }
+
+  it('gives each worker a folder of its own as TMPDIR, gone when the worker exits or is killed', async () => {
+    const pool = createWorkerPool({
+      size: 1,
+      workerModule: MISBEHAVING_WORKER,
+      workerOutput: 'ignore',
+      timeoutGraceMs: 100,
+    });
+    expect(await pool.run({ inputPath: png, fileName: 'photo.png' })).toMatchObject({
+      status: 'cleaned',
+    });
+    const [first] = pool.stats().pids;
+    const killedFolder = await folderOf(first ?? 0);
+    expect(basename(killedFolder)).toMatch(new RegExp(`^disarm-worker-${process.pid}-`));
+    expect(existsSync(killedFolder)).toBe(true);
+    // Killed outright past its time budget: the pool removes what the worker could not.
+    expect(
+      await pool.run({
+        inputPath: png,
+        fileName: 'hang.png',
+        options: { limits: { timeoutMs: 200 } },
+      }),
+    ).toMatchObject({ status: 'failed', reason: 'timeout' });
+    await vi.waitFor(() => {
+      expect(existsSync(killedFolder)).toBe(false);
+    }, WORKER_START_WAIT);
+    expect(await pool.run({ inputPath: png, fileName: 'photo.png' })).toMatchObject({
+      status: 'cleaned',
+    });
+    const [second] = pool.stats().pids;
+    const closedFolder = await folderOf(second ?? 0);
+    expect(existsSync(closedFolder)).toBe(true);
+    await closeAndCheck(pool);
+    expect(existsSync(closedFolder)).toBe(false);
+  });
+
+  it('removes the folders of owners that are gone when the next pool starts, and keeps the others', async () => {
+    const gone = spawn(process.execPath, ['-e', '']);
+    const gonePid = await new Promise<number>((resolve) => {
+      gone.once('exit', () => {
+        resolve(gone.pid ?? 0);
+      });
+    });
+    const stale = join(tmpdir(), `disarm-worker-${gonePid}-stale1`);
+    const live = join(tmpdir(), `disarm-worker-${process.ppid}-live1`);
+    await mkdir(join(stale, 'playwright_chromiumdev_profile-x'), { recursive: true });
+    await mkdir(live, { recursive: true });
+    try {
+      const pool = createWorkerPool({ size: 1, workerOutput: 'ignore' });
+      expect(await pool.run({ inputPath: png, fileName: 'photo.png' })).toMatchObject({
+        status: 'cleaned',
+      });
+      await vi.waitFor(() => {
+        expect(existsSync(stale)).toBe(false);
+      }, WORKER_START_WAIT);
+      expect(existsSync(live)).toBe(true);
+      await closeAndCheck(pool);
+    } finally {
+      await rm(stale, { recursive: true, force: true });
+      await rm(live, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('signals', () => {
+  it('leave a worker to its parent: SIGINT, SIGTERM and SIGHUP to the group do not end it', async () => {
+    const pool = createWorkerPool({ size: 1, workerOutput: 'ignore' });
+    expect(await pool.run({ inputPath: png, fileName: 'photo.png' })).toMatchObject({
+      status: 'cleaned',
+    });
+    const [pid] = pool.stats().pids;
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.kill(pid ?? 0, signal);
+    // Still the same worker, still serving, once the signals have been delivered.
+    expect(await pool.run({ inputPath: png, fileName: 'photo.png' })).toMatchObject({
+      status: 'cleaned',
+    });
+    expect(pool.stats().pids).toEqual([pid]);
+    expect(pool.stats().restarts).toBe(0);
+    await closeAndCheck(pool);
   });
 });

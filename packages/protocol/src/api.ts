@@ -23,6 +23,11 @@ import {
 } from './documents/routes.ts';
 import { resolveSettings } from './http/context.ts';
 import type { ApiContext, Handler, RequestContext } from './http/context.ts';
+import {
+  clientClosedResponse,
+  clientDisconnectOf,
+  describeClientDisconnect,
+} from './http/client-closed.ts';
 import { ProblemError } from './http/problem-error.ts';
 import {
   problemInstance,
@@ -219,6 +224,8 @@ export function createDisarmApi(
   /** What {@link handle} found out about a request, for the observer. */
   interface Trace {
     route: string | null;
+    /** The request's path, once its URL parsed. */
+    path: string | null;
   }
 
   async function handle(
@@ -284,7 +291,10 @@ export function createDisarmApi(
       try {
         return withHeaders(await options.handler(current), current.responseHeaders);
       } catch (error) {
-        return withHeaders(errorResponse(error, url.pathname, requestId), current.responseHeaders);
+        return withHeaders(
+          errorResponse(current.request, error, url.pathname, requestId),
+          current.responseHeaders,
+        );
       }
     };
     const chain = middleware.reduceRight<(current: RequestContext) => Promise<Response>>(
@@ -294,7 +304,12 @@ export function createDisarmApi(
     return chain(context);
   }
 
-  function errorResponse(error: unknown, path: string, requestId: string): Response {
+  function errorResponse(
+    request: Request,
+    error: unknown,
+    path: string,
+    requestId: string,
+  ): Response {
     const instance = problemInstance(path, requestId);
     if (error instanceof ProblemError) return problem(error.code, { instance, ...error.options });
     if (error instanceof ValidationError) {
@@ -310,7 +325,10 @@ export function createDisarmApi(
       api.logger.debug?.({ err: error, path, requestId }, 'request refused: storage unavailable');
       return problem('ServiceUnavailable', { instance, ...unavailableProblem(error) });
     }
-    api.logger.error({ err: error, path, requestId }, 'request failed');
+    // A body read that failed because the client left is not our fault: fetch() counts it apart.
+    if (clientDisconnectOf(request) === undefined) {
+      api.logger.error({ err: error, path, requestId }, 'request failed');
+    }
     return problem('InternalError', {
       detail: 'Something failed inside the service.',
       instance,
@@ -324,8 +342,24 @@ export function createDisarmApi(
     async fetch(request) {
       const started = performance.now();
       const requestId = requestIdOf(request, api.random);
-      const trace: Trace = { route: null };
+      const trace: Trace = { route: null, path: null };
       let response = await respond(request, requestId, trace);
+      // The client left before its answer (mid-body, during a sync wait): whatever the handler
+      // made of it, nobody will read it. Counted apart from server faults, logged below warning.
+      const disconnect = clientDisconnectOf(request);
+      if (disconnect !== undefined) {
+        response = await clientClosedResponse(response, disconnect);
+        api.logger.info(
+          {
+            requestId,
+            method: request.method,
+            path: trace.path,
+            disconnect,
+            detail: describeClientDisconnect(disconnect),
+          },
+          'client closed the request',
+        );
+      }
       // Every answer names its request, problems and replays included (README "Request ids").
       response = addResponseHeaders(response, [[REQUEST_ID_HEADER, requestId]], true);
       api.observer.request({
@@ -348,10 +382,11 @@ export function createDisarmApi(
     } catch {
       return problem('NotFound');
     }
+    trace.path = url.pathname;
     try {
       return await handle(request, url, requestId, trace);
     } catch (error) {
-      return errorResponse(error, url.pathname, requestId);
+      return errorResponse(request, error, url.pathname, requestId);
     }
   }
 }

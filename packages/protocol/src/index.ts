@@ -14,6 +14,13 @@ export { ProblemError } from './http/problem-error.ts';
 export { problemResponse } from './http/problem-response.ts';
 export { jsonResponse } from './http/negotiation.ts';
 export { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
+export {
+  CLIENT_CLOSED_REQUEST_STATUS,
+  CLIENT_DISCONNECT,
+  ClientClosedRequestError,
+  clientDisconnectOf,
+} from './http/client-closed.ts';
+export type { ClientDisconnect, ClientDisconnectProbe } from './http/client-closed.ts';
 export type { BufferedResponseInit } from './http/buffered-response.ts';
 export type {
   AcceptedSample,

@@ -230,7 +230,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         ResponseContentDisposition: contentDisposition(fileName),
         ResponseContentType: contentType,
       });
-      return getSignedUrl(linkClient, command, { expiresIn: secondsUntil(expiresAt) });
+      return getSignedUrl(linkClient, command, presignWindow(expiresAt));
     },
 
     async signedUploadUrl(key, { expiresAt }): Promise<SignedUpload> {
@@ -241,7 +241,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         IfNoneMatch: CREATE_ONLY,
       });
       const url = await getSignedUrl(linkClient, command, {
-        expiresIn: secondsUntil(expiresAt),
+        ...presignWindow(expiresAt),
         // Signed, so a PUT without them (or with other values) fails the signature check.
         signableHeaders: new Set(['content-type', 'if-none-match']),
       });
@@ -276,10 +276,20 @@ function assertPrefix(value: string): void {
   }
 }
 
-/** Seconds from now to `expiresAt`, within what SigV4 allows (at least one). */
-function secondsUntil(expiresAt: Date): number {
-  const seconds = Math.ceil((expiresAt.getTime() - Date.now()) / 1000);
-  return Math.min(MAX_PRESIGN_SECONDS, Math.max(1, seconds));
+/**
+ * When a presigned link is signed and for how long, so that it never stops working before
+ * `expiresAt`. SigV4 states both in whole seconds: the signing time (`X-Amz-Date`) is the start
+ * of the current second, and the lifetime (`X-Amz-Expires`) runs to `expiresAt` rounded up to the
+ * next whole second (a link may outlive it by under a second, never end early). Then clamped to
+ * what SigV4 allows: at least one second, at most seven days.
+ */
+function presignWindow(expiresAt: Date): { signingDate: Date; expiresIn: number } {
+  const signedSeconds = Math.floor(Date.now() / 1000);
+  const seconds = Math.ceil(expiresAt.getTime() / 1000) - signedSeconds;
+  return {
+    signingDate: new Date(signedSeconds * 1000),
+    expiresIn: Math.min(MAX_PRESIGN_SECONDS, Math.max(1, seconds)),
+  };
 }
 
 function isNotFound(error: unknown): boolean {

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { describeBlobStoreContract } from '@disarm/protocol/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { createS3BlobStore, createS3ClientFromEnv, parseS3Url } from '../src/index.ts';
 import type { S3BlobStore } from '../src/index.ts';
@@ -96,7 +96,8 @@ describe('createS3BlobStore() links', () => {
     expect(url.pathname).toBe(`/${server.bucket}/${blobs.prefix}uploads/upl_1`);
     expect(url.searchParams.get('X-Amz-SignedHeaders')).toBe('content-type;host;if-none-match');
     expect(Number(url.searchParams.get('X-Amz-Expires'))).toBeGreaterThan(HOUR_MS / 1000 - 5);
-    expect(Number(url.searchParams.get('X-Amz-Expires'))).toBeLessThanOrEqual(HOUR_MS / 1000);
+    // Up to a second over: the signing time is rounded down and the expiry up (never early).
+    expect(Number(url.searchParams.get('X-Amz-Expires'))).toBeLessThanOrEqual(HOUR_MS / 1000 + 1);
     // The SDK's default checksums would pin a CRC of an empty body into the link.
     expect([...url.searchParams.keys()].filter((name) => /checksum/i.test(name))).toEqual([]);
 
@@ -171,6 +172,43 @@ describe('createS3BlobStore() links', () => {
     retyped.searchParams.set('response-content-type', 'text/html');
     expect(check(retyped.href)).toBe('bad_signature');
     expect(check(url, new Date(expiresAt.getTime() + 60_000))).toBe('expired');
+  });
+
+  it('never lets a link stop working before the instant asked for: SigV4 whole seconds round up', async () => {
+    // X-Amz-Date states the signing time in whole seconds (rounded down) and X-Amz-Expires the
+    // lifetime in whole seconds: both roundings must fall on the later side of `expiresAt`.
+    const signedAt = new Date('2026-03-01T10:00:00.700Z');
+    const expiresAt = new Date('2026-03-01T11:00:00.300Z');
+    vi.useFakeTimers({ toFake: ['Date'], now: signedAt });
+    let download: string;
+    let upload: string;
+    try {
+      const blobs = freshStore();
+      download = await blobs.signedDownloadUrl('output/doc_1', {
+        expiresAt,
+        fileName: 'a.pdf',
+        contentType: 'application/pdf',
+      });
+      upload = (await blobs.signedUploadUrl('uploads/upl_1', { expiresAt, maxBytes: 10 })).url;
+    } finally {
+      vi.useRealTimers();
+    }
+    for (const [url, method, headers] of [
+      [download, 'GET', {}],
+      [upload, 'PUT', { 'Content-Type': 'application/octet-stream', 'If-None-Match': '*' }],
+    ] as const) {
+      const check = (now: Date) =>
+        verifyPresignedUrl({
+          url,
+          method,
+          headers,
+          secretAccessKey: server.secretAccessKey,
+          now,
+        });
+      expect(check(new Date(expiresAt.getTime() - 1))).toBe('valid');
+      expect(check(expiresAt)).toBe('valid');
+      expect(check(new Date(expiresAt.getTime() + 1000))).toBe('expired');
+    }
   });
 
   it('keeps a link alive at most the seven days SigV4 allows, and at least a second', async () => {

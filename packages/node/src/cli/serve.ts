@@ -25,7 +25,7 @@ import {
 import type { RunningDisarm } from '../serve/start-server.ts';
 import { startWorkerNode } from '../serve/start-worker-node.ts';
 import { DATABASE_URL_ENV, describeDatabase, parseDatabaseUrl } from '../state/open-state.ts';
-import { batchLogLines } from './_log-lines.ts';
+import { batchLogLines, withFallback } from './_log-lines.ts';
 import { EXIT_CODES, parseSwitchEnv, UsageError } from './_exit-codes.ts';
 import { parseBaseUrl, parsePort, parsePositiveInteger } from './_parse.ts';
 import type { CliContext } from './context.ts';
@@ -334,7 +334,8 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
   }
   const oauth = oauthOptions(flags);
   const clamd = clamdConfigOf(flags);
-  const lines = batchLogLines(context.stdout);
+  // Piped stdout whose reader is gone (`disarm serve | tee log`, Ctrl-C): the lines go to stderr.
+  const lines = batchLogLines(withFallback(context.stdout, context.stderr));
   const logger = pino({ level: flags.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, lines);
   // A forced exit (a second signal) still writes the lines of its last turn.
   process.on('exit', lines.flush);
@@ -503,6 +504,7 @@ function untilStopped(
         .finally(() => {
           process.off('SIGTERM', onTerm);
           process.off('SIGINT', onInt);
+          process.off('SIGHUP', onHup);
           process.off('message', onMessage);
           process.off('disconnect', onDisconnect);
           logger.info({}, 'stopped');
@@ -514,6 +516,10 @@ function untilStopped(
     };
     const onInt = (): void => {
       stop('SIGINT');
+    };
+    // The terminal that started the service closed: stop as for SIGTERM.
+    const onHup = (): void => {
+      stop('SIGHUP');
     };
     const onDisconnect = (): void => {
       stop('the parent process went away');
@@ -540,6 +546,7 @@ function untilStopped(
     };
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
+    process.on('SIGHUP', onHup);
     // A test harness drives the clock (and arms failpoints) over IPC, and its server must not
     // outlive it.
     if (testMode && process.send) {

@@ -16,9 +16,10 @@ export interface BodyStream {
 /**
  * The body of `req` as a web `ReadableStream` with back-pressure: the socket is paused whenever
  * {@link BODY_READ_AHEAD_BYTES} are queued and resumed only when the consumer pulls, so a large
- * upload is never buffered whole. A client that disconnects mid-body errors the stream.
+ * upload is never buffered whole. A client that disconnects mid-body (a close, a reset, a
+ * malformed chunked body) errors the stream with what `clientLeft` makes of it.
  */
-export function toBodyStream(req: IncomingMessage): BodyStream {
+export function toBodyStream(req: IncomingMessage, clientLeft: () => Error): BodyStream {
   let settled = false;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
 
@@ -33,14 +34,14 @@ export function toBodyStream(req: IncomingMessage): BodyStream {
     settle();
     controller.close();
   };
-  const onError = (error: Error): void => {
+  // Node's own error here is a bare `aborted`; what happened is on the socket.
+  const onError = (): void => {
     if (settled) return;
     settle();
-    controller.error(error);
+    controller.error(clientLeft());
   };
   const onClose = (): void => {
-    if (!req.complete)
-      onError(new Error('the client closed the connection before sending the whole body'));
+    if (!req.complete) onError();
   };
   function settle(): void {
     settled = true;

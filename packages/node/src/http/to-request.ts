@@ -1,7 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+import { CLIENT_DISCONNECT } from '@disarm/protocol';
+
 import { toBodyStream } from './_body.ts';
 import type { BodyStream } from './_body.ts';
+import { Disconnect } from './_disconnect.ts';
 
 /** undici's `RequestInit` with the streaming-body member the DOM typings lack. */
 type StreamingRequestInit = RequestInit & { duplex?: 'half' };
@@ -63,20 +66,19 @@ export function convertRequest(
   }
 
   const disconnect = new Disconnect();
-  const abort = (): void => {
-    disconnect.abort();
-  };
   if (res) {
     res.once('close', () => {
-      if (!res.writableFinished) abort();
+      if (!res.writableFinished) disconnect.leave(req);
     });
   } else {
     req.once('close', () => {
-      if (!req.complete) abort();
+      if (!req.complete) disconnect.leave(req);
     });
   }
 
-  const body = hasBody(req, method) ? toBodyStream(req) : undefined;
+  // The body fails with the same reason the signal aborts with, and only after it has aborted:
+  // whoever reads the body can tell that the client left.
+  const body = hasBody(req, method) ? toBodyStream(req, () => disconnect.leave(req)) : undefined;
   if (!body) {
     const request = light
       ? (new LightRequest(url.href, method, headers, disconnect) as unknown as Request)
@@ -95,33 +97,6 @@ export function convertRequest(
 
 /** A bare origin (`http://host:port`, no path): used as it is, without parsing it again. */
 const ORIGIN = /^https?:\/\/[^/?#@\s]+$/i;
-
-/**
- * The client going away, as an `AbortSignal` made only when someone asks for it. Most requests
- * never look at their signal, and a `Request` that follows a signal costs undici about 25 µs
- * (an `AbortController` and a listener per request): most of what a status read may cost.
- */
-class Disconnect {
-  #controller: AbortController | undefined;
-  #gone = false;
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#gone) this.#controller.abort(disconnected());
-    }
-    return this.#controller.signal;
-  }
-
-  abort(): void {
-    this.#gone = true;
-    this.#controller?.abort(disconnected());
-  }
-}
-
-function disconnected(): DOMException {
-  return new DOMException('the client disconnected', 'AbortError');
-}
 
 /**
  * A request without a body whose `signal` is the client's {@link Disconnect}, made on first use.
@@ -170,6 +145,9 @@ class LightRequest {
   }
   get signal(): AbortSignal {
     return this.#disconnect.signal;
+  }
+  [CLIENT_DISCONNECT](): unknown {
+    return this.#disconnect.reason;
   }
   get bodyUsed(): boolean {
     return this.#platform?.bodyUsed ?? false;
@@ -232,6 +210,10 @@ class BodilessRequest extends Request {
 
   override get signal(): AbortSignal {
     return this.#disconnect.signal;
+  }
+
+  [CLIENT_DISCONNECT](): unknown {
+    return this.#disconnect.reason;
   }
 }
 

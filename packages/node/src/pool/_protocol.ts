@@ -13,6 +13,16 @@ export const MEMORY_REPORT_ENV = 'DISARM_WORKER_MEMORY_REPORT_MS';
  * commas, as `parseRendererSelection` reads them); always set by the pool.
  */
 export const RENDERERS_ENV = 'DISARM_WORKER_RENDERERS';
+/**
+ * Environment variable naming the worker's own temporary folder, which is also its `TMPDIR`; the
+ * worker removes it when it exits, the pool once the worker is gone.
+ */
+export const WORKER_TEMP_ENV = 'DISARM_WORKER_TEMP_DIR';
+/**
+ * Environment variable naming the pool's temporary folder, where a job without an output folder
+ * gets a fresh one: the caller reads it after the job, so it must outlive the worker.
+ */
+export const OUTPUT_TEMP_ENV = 'DISARM_WORKER_OUTPUT_TEMP_DIR';
 
 /** Parent -> worker: process one file. */
 export interface JobMessage {

@@ -1,10 +1,11 @@
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { CAN_READ_PROC_STATUS } from './_memory.ts';
-import { MEMORY_REPORT_ENV, RENDERERS_ENV } from './_protocol.ts';
+import { MEMORY_REPORT_ENV, OUTPUT_TEMP_ENV, RENDERERS_ENV, WORKER_TEMP_ENV } from './_protocol.ts';
 
 /** How often a worker reports its resident set where the parent cannot read `/proc`. */
 export const MEMORY_SAMPLE_INTERVAL_MS = 100;
@@ -26,6 +27,8 @@ export interface ForkSettings {
   readonly output: 'stderr' | 'ignore';
   /** The renderers the worker keeps, as {@link RENDERERS_ENV} carries them. */
   readonly renderers: string;
+  /** The worker's own temporary folder (its `TMPDIR`, {@link WORKER_TEMP_ENV}). */
+  readonly tempDir: string;
 }
 
 /** Absolute path of a worker module given as a path or a `file:` URL. */
@@ -57,6 +60,9 @@ export function forkWorker(settings: ForkSettings): ChildProcess {
       ...process.env,
       ...(CAN_READ_PROC_STATUS ? {} : { [MEMORY_REPORT_ENV]: String(MEMORY_SAMPLE_INTERVAL_MS) }),
       [RENDERERS_ENV]: settings.renderers,
+      [OUTPUT_TEMP_ENV]: tmpdir(),
+      [WORKER_TEMP_ENV]: settings.tempDir,
+      TMPDIR: settings.tempDir,
     },
   });
 }

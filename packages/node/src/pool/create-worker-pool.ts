@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
@@ -9,6 +10,7 @@ import { parseRendererSelection } from '../render/renderers.ts';
 import type { RendererSelection } from '../render/renderers.ts';
 import { CAN_READ_PROC_STATUS, readRssBytes } from './_memory.ts';
 import { isWorkerMessage } from './_protocol.ts';
+import { makeWorkerFolder, removeStaleWorkerFolders, removeWorkerFolder } from './_temp.ts';
 import type { JobMessage } from './_protocol.ts';
 import {
   DEFAULT_WORKER_MODULE,
@@ -56,6 +58,8 @@ interface QueuedJob {
 
 interface WorkerSlot {
   readonly child: ChildProcess;
+  /** The worker's own temporary folder (its TMPDIR). */
+  readonly tempDir: string;
   readonly exited: Promise<void>;
   ready: boolean;
   job: QueuedJob | undefined;
@@ -180,8 +184,13 @@ class ProcessPool implements WorkerPool {
   #restarts = 0;
   #sampler: NodeJS.Timeout | undefined;
   #sampling = false;
+  /** Whether stale worker folders were looked for (on the first start of a worker). */
+  #swept = false;
   readonly #killAllOnExit = (): void => {
     for (const worker of this.#workers) worker.child.kill('SIGKILL');
+    // `exit` allows no waiting: what the killed workers leave in their folders goes now, and
+    // what is written there after (a browser's last words) goes with the next pool's start.
+    for (const worker of this.#workers) rmSync(worker.tempDir, { recursive: true, force: true });
   };
 
   constructor(settings: PoolSettings) {
@@ -321,6 +330,12 @@ class ProcessPool implements WorkerPool {
   }
 
   #spawn(): void {
+    if (!this.#swept) {
+      // What workers killed outright (with their parent: SIGKILL, a power cut) left goes now.
+      this.#swept = true;
+      void removeStaleWorkerFolders();
+    }
+    const tempDir = makeWorkerFolder();
     const child = forkWorker({
       modulePath: this.#settings.modulePath,
       heapLimitMiB: Math.max(
@@ -329,10 +344,12 @@ class ProcessPool implements WorkerPool {
       ),
       output: this.#settings.output,
       renderers: this.#settings.renderers,
+      tempDir,
     });
     let markExited = (): void => undefined;
     const worker: WorkerSlot = {
       child,
+      tempDir,
       exited: new Promise((resolveExit) => {
         markExited = resolveExit;
       }),
@@ -357,7 +374,8 @@ class ProcessPool implements WorkerPool {
       if (gone) return;
       gone = true;
       clearTimeout(startTimer);
-      markExited();
+      // The worker removes its folder when it exits; one killed outright cannot.
+      void removeWorkerFolder(tempDir).finally(markExited);
       this.#onExit(worker, code, signal);
     };
     child.on('exit', onGone);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, rmSync } from 'node:fs';
 import { copyFile, link, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -24,7 +24,13 @@ import {
   parseRendererSelection,
   RendererUnavailableError,
 } from '../render/renderers.ts';
-import { isParentMessage, MEMORY_REPORT_ENV, RENDERERS_ENV } from './_protocol.ts';
+import {
+  isParentMessage,
+  MEMORY_REPORT_ENV,
+  OUTPUT_TEMP_ENV,
+  RENDERERS_ENV,
+  WORKER_TEMP_ENV,
+} from './_protocol.ts';
 import type { JobMessage, WorkerMessage } from './_protocol.ts';
 import type { ClamdConfig, JobResult } from './types.ts';
 
@@ -102,8 +108,18 @@ export function startWorker(options: StartWorkerOptions = {}): void {
       process.exit(0);
     });
   });
-  // An interactive Ctrl-C reaches the whole process group; the parent decides what stops.
-  process.on('SIGINT', () => undefined);
+  // A signal to the whole process group (Ctrl-C in a terminal, a hang-up, a service manager
+  // stopping the group) reaches the workers too: the parent decides what stops, lets the jobs
+  // in flight finish and then disconnects, which is when a worker closes.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.on(signal, () => undefined);
+  // The worker's own temporary folder (its TMPDIR) goes with it, whatever is left inside.
+  const ownFolder = process.env[WORKER_TEMP_ENV];
+  if (ownFolder !== undefined && ownFolder !== '') {
+    process.on('exit', () => {
+      rmSync(ownFolder, { recursive: true, force: true });
+    });
+  }
   reportMemory(reply);
   // Ready once the renderers are set up (their programs found and asked for their versions, not
   // yet started), so the first job does not wait for them; a failed set-up is each job's fault.
@@ -223,7 +239,9 @@ async function writeOutput(
   outputDir: string | null,
   outputName: string | null,
 ): Promise<string> {
-  const folder = outputDir ?? (await mkdtemp(join(tmpdir(), 'disarm-')));
+  // Not under this worker's own TMPDIR, which goes when the worker exits: the caller reads it.
+  const folder =
+    outputDir ?? (await mkdtemp(join(process.env[OUTPUT_TEMP_ENV] ?? tmpdir(), 'disarm-')));
   await mkdir(folder, { recursive: true });
   // A derived name keeps only its last segment, so it cannot climb out of the folder.
   const outputPath = join(folder, outputName ?? basename(outcome.fileName));

@@ -1,7 +1,14 @@
-import { REQUEST_ID_HEADER } from '@disarm/protocol';
+import {
+  CLIENT_CLOSED_REQUEST_STATUS,
+  clientDisconnectOf,
+  REQUEST_ID_HEADER,
+} from '@disarm/protocol';
 import type { Logger } from '@disarm/protocol';
 
 import type { FetchHandler } from '../http/types.ts';
+
+/** Statuses of a request whose client left: 499, and 408 when node's request timeout cut it. */
+const CLIENT_GONE_STATUSES: ReadonlySet<number> = new Set([CLIENT_CLOSED_REQUEST_STATUS, 408]);
 
 /** A document id (`doc_` and 20 Crockford base32 characters) anywhere in a path. */
 const DOCUMENT_ID = /(?:^|\/)(doc_[0-9a-z]{20})(?:\/|$)/;
@@ -9,8 +16,9 @@ const DOCUMENT_ID = /(?:^|\/)(doc_[0-9a-z]{20})(?:\/|$)/;
 /**
  * Wraps `handler` to log one line per request: server, method, path (never the query string —
  * signed links carry their signature there), status, milliseconds to the response head, the
- * request id (`X-Request-Id` of the response) and the document id when there is one. Request
- * headers are never logged.
+ * request id (`X-Request-Id` of the response) and the document id when there is one; for a
+ * client that left before its answer (status 499), how it left (`disconnect`). Request headers
+ * are never logged.
  */
 export function withRequestLog(
   server: string,
@@ -43,10 +51,12 @@ export function withRequestLog(
     const documentId =
       DOCUMENT_ID.exec(pathname)?.[1] ?? (await submittedDocumentId(request, pathname, response));
     // The handler chose the id (the caller's, when well-formed) and put it on the response.
-    logger.info(
-      line(response.status, documentId, response.headers.get(REQUEST_ID_HEADER)),
-      'request',
-    );
+    const fields = line(response.status, documentId, response.headers.get(REQUEST_ID_HEADER));
+    // A client that left (499, or node's 408 request timeout): say how, at the same level.
+    const disconnect = CLIENT_GONE_STATUSES.has(response.status)
+      ? clientDisconnectOf(request)
+      : undefined;
+    logger.info(disconnect === undefined ? fields : { ...fields, disconnect }, 'request');
     return response;
   };
 }

@@ -1,4 +1,9 @@
 import type { Logger } from '../config.ts';
+import {
+  clientClosedResponse,
+  clientDisconnectOf,
+  describeClientDisconnect,
+} from '../http/client-closed.ts';
 import { problemResponse } from '../http/problem-response.ts';
 import type { ProblemCode } from '../http/problems.ts';
 import { BlobDigestMismatchError, BlobTooLargeError, StorageUnavailableError } from '../ports.ts';
@@ -143,7 +148,21 @@ export function createStorageApi(options: StorageApiOptions): {
   return {
     async fetch(request) {
       const requestId = requestIdOf(request, cryptoRandom);
-      const response = await answer(request, requestId);
+      let response = await answer(request, requestId);
+      // A client that left mid-upload is counted apart from server faults (as on the API).
+      const disconnect = clientDisconnectOf(request);
+      if (disconnect !== undefined) {
+        response = await clientClosedResponse(response, disconnect);
+        options.logger?.info(
+          {
+            requestId,
+            method: request.method,
+            disconnect,
+            detail: describeClientDisconnect(disconnect),
+          },
+          'client closed the request',
+        );
+      }
       return addResponseHeaders(response, [[REQUEST_ID_HEADER, requestId]], true);
     },
   };
@@ -174,7 +193,9 @@ export function createStorageApi(options: StorageApiOptions): {
         options.logger?.debug?.({ err: error, requestId }, 'storage request refused: unavailable');
         return problem('ServiceUnavailable', detail, headers);
       }
-      options.logger?.error({ err: error, requestId }, 'storage request failed');
+      if (clientDisconnectOf(request) === undefined) {
+        options.logger?.error({ err: error, requestId }, 'storage request failed');
+      }
       return problem('InternalError', 'The storage request failed.');
     }
   }

@@ -53,6 +53,40 @@ describe('storage link signer', () => {
     expect(await signer.verify(extended, 'get', LATER)).toBe('invalid_signature');
   });
 
+  it('rounds a link’s expiry up to the next whole second, never down', async () => {
+    // A delete-after-download link ends at first download + grace, on a millisecond: rounded
+    // down it would stop working up to a second early.
+    const expiresAt = new Date(LATER.getTime() + 300);
+    for (const claims of [
+      {
+        operation: 'get',
+        key: 'output/doc_1',
+        expiresAt,
+        fileName: 'a.pdf',
+        contentType: 'application/pdf',
+      },
+      { operation: 'put', key: 'uploads/upl_1', expiresAt, maxBytes: 100 },
+    ] as const) {
+      const link = new URL(await signer.sign(claims));
+      expect(link.searchParams.get('expires')).toBe(String(LATER.getTime() / 1000 + 1));
+      const justBefore = new Date(expiresAt.getTime() - 1);
+      expect(await signer.verify(link, claims.operation, justBefore)).toMatchObject({
+        key: claims.key,
+      });
+      expect(await signer.verify(link, claims.operation, new Date(LATER.getTime() + 1000))).toBe(
+        'expired',
+      );
+    }
+    // An instant on a whole second is kept as it is.
+    const exact = await signer.sign({
+      operation: 'put',
+      key: 'uploads/upl_2',
+      expiresAt: LATER,
+      maxBytes: 1,
+    });
+    expect(new URL(exact).searchParams.get('expires')).toBe(String(LATER.getTime() / 1000));
+  });
+
   it('needs a 32-byte secret', () => {
     expect(() => createLinkSigner(new Uint8Array(16), 'http://x')).toThrow(TypeError);
   });

@@ -51,9 +51,18 @@ function toBase64Url(bytes: Uint8Array): string {
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
+/**
+ * The expiry a link carries, in whole Unix seconds, rounded toward the later instant: a link must
+ * never stop working before the instant it was signed for (a delete-after-download link ends on
+ * first download + grace, to the millisecond). It may outlive it by under a second.
+ */
+function expiresSeconds(expiresAt: Date): number {
+  return Math.ceil(expiresAt.getTime() / 1000);
+}
+
 /** The canonical string a signature covers: one field per line, in a fixed order. */
 function canonical(claims: LinkClaims): string {
-  const expires = String(Math.floor(claims.expiresAt.getTime() / 1000));
+  const expires = String(expiresSeconds(claims.expiresAt));
   return claims.operation === 'get'
     ? ['v1', 'get', claims.key, expires, claims.fileName, claims.contentType].join('\n')
     : ['v1', 'put', claims.key, expires, String(claims.maxBytes)].join('\n');
@@ -93,7 +102,7 @@ export function createLinkSigner(secret: Uint8Array, storageBaseUrl: string): Li
       `${STORAGE_PATH_PREFIX}${claims.key.split('/').map(encodeURIComponent).join('/')}`,
       base,
     );
-    url.searchParams.set('expires', String(Math.floor(claims.expiresAt.getTime() / 1000)));
+    url.searchParams.set('expires', String(expiresSeconds(claims.expiresAt)));
     if (claims.operation === 'get') {
       url.searchParams.set('filename', claims.fileName);
       url.searchParams.set('type', claims.contentType);

@@ -1,0 +1,59 @@
+/**
+ * The executor process of a fuzz campaign: runs one job at a time (the engine on a file, or
+ * requests against the HTTP front), checks the properties, and answers with the verdict and the
+ * blocks the job newly covered. Forked by {@link Executor}; a crash or hang here is the parent's
+ * finding, with the input it had sent.
+ */
+import { BlockCoverage } from './coverage.ts';
+import { runEngineJob } from './engine-job.ts';
+import type { ChildMessage, Job, RunMessage, Verdict } from './protocol.ts';
+import { COVERAGE_SCOPE_ENV } from './protocol.ts';
+
+const send = process.send?.bind(process);
+if (!send) throw new Error('the fuzz executor must be forked by the campaign');
+
+const scope = process.env[COVERAGE_SCOPE_ENV] ?? 'engine';
+const coverage = new BlockCoverage((url) =>
+  scope === 'http'
+    ? /\/packages\/(protocol|sqlite|node)\/src\//.test(url)
+    : url.includes('/packages/core/src/'),
+);
+await coverage.start();
+
+type HttpRunner = (job: Extract<Job, { kind: 'http' }>) => Promise<Verdict>;
+let http: Promise<HttpRunner> | undefined;
+
+async function run(job: Job): Promise<Verdict> {
+  if (job.kind === 'engine') return runEngineJob(job);
+  http ??= import('./http-job.ts').then(({ createHttpRunner }) => createHttpRunner());
+  return (await http)(job);
+}
+
+let queue = Promise.resolve();
+process.on('message', (message: RunMessage) => {
+  queue = queue.then(async () => {
+    const started = performance.now();
+    const verdict = await run(message.job);
+    const durationMs = performance.now() - started;
+    const newBlocks = await coverage.takeNew();
+    const reply: ChildMessage = {
+      type: 'result',
+      id: message.id,
+      verdict,
+      newBlocks,
+      durationMs,
+      peakRssBytes: process.resourceUsage().maxRSS * 1024,
+      heapUsedBytes: process.memoryUsage().heapUsed,
+    };
+    send(reply);
+  });
+});
+process.on('disconnect', () => process.exit(0));
+
+// Warm up: load the engine (and the HTTP front) before the first timed job.
+if (scope === 'http') {
+  http = import('./http-job.ts').then(({ createHttpRunner }) => createHttpRunner());
+  await http;
+}
+await coverage.takeNew();
+send({ type: 'ready', rssBytes: process.resourceUsage().maxRSS * 1024 } satisfies ChildMessage);

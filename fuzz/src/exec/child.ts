@@ -5,7 +5,6 @@
  * finding, with the input it had sent.
  */
 import { BlockCoverage } from './coverage.ts';
-import { runEngineJob } from './engine-job.ts';
 import type { ChildMessage, Job, RunMessage, Verdict } from './protocol.ts';
 import { COVERAGE_SCOPE_ENV } from './protocol.ts';
 
@@ -19,6 +18,8 @@ const coverage = new BlockCoverage((url) =>
     : url.includes('/packages/core/src/'),
 );
 await coverage.start();
+// Loaded once coverage runs, so that its functions are compiled with block counters.
+const { runEngineJob } = await import('./engine-job.ts');
 
 type HttpRunner = (job: Extract<Job, { kind: 'http' }>) => Promise<Verdict>;
 let http: Promise<HttpRunner> | undefined;

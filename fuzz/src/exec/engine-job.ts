@@ -14,6 +14,7 @@ import { disarm, DisarmError, FINDING_KINDS, REJECTION_REASONS } from '@disarm/c
 import type { DisarmErrorCode, Limits, Outcome } from '@disarm/core';
 
 import type { Job, Verdict } from './protocol.ts';
+import { outputDifference } from './same-output.ts';
 
 /**
  * The engine's limits under fuzzing: the defaults, with a shorter time budget (a small input
@@ -49,7 +50,7 @@ export async function runEngineJob(job: Extract<Job, { kind: 'engine' }>): Promi
     return {
       ok: false,
       kind: 'idempotence',
-      message: `the cleaned output disarmed again: ${second.message}`,
+      message: `the cleaned .${outcome.format} disarmed again: ${second.message}`,
       ...(second.stack === undefined ? {} : { stack: second.stack }),
     };
   }
@@ -58,21 +59,22 @@ export async function runEngineJob(job: Extract<Job, { kind: 'engine' }>): Promi
     return {
       ok: false,
       kind: 'idempotence',
-      message: `the cleaned output disarmed again was rejected: ${again.reason}: ${again.detail}`,
+      message: `the cleaned .${outcome.format} disarmed again was rejected: ${again.reason}: ${again.detail}`,
     };
   }
   if (again.findings.length > 0) {
     return {
       ok: false,
       kind: 'idempotence',
-      message: `the cleaned output disarmed again had findings: ${again.findings.map((finding) => finding.kind).join(', ')}`,
+      message: `the cleaned .${outcome.format} disarmed again had findings: ${again.findings.map((finding) => finding.kind).join(', ')}`,
     };
   }
-  if (!Buffer.from(again.bytes).equals(Buffer.from(outcome.bytes))) {
+  const difference = await outputDifference(outcome.bytes, again.bytes, outcome.fileName);
+  if (difference !== undefined) {
     return {
       ok: false,
       kind: 'idempotence',
-      message: `the cleaned output disarmed again came back different (${outcome.bytes.length} -> ${again.bytes.length} bytes)`,
+      message: `the cleaned .${outcome.format} disarmed again ${difference}`,
     };
   }
   return { ok: true, outcome: `cleaned:${outcome.format}` };

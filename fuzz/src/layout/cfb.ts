@@ -91,24 +91,145 @@ export interface CompoundStream {
   readonly content: Uint8Array;
 }
 
-/** The streams of a compound file, or `undefined` when the `cfb` package cannot read it. */
+/** Directory entries the stream reader follows. */
+const MAX_DIRECTORY_ENTRIES = 4_096;
+const FREE_OR_END = 0xfffffffa;
+
+/**
+ * The streams of a compound file, read by a small bounded reader of [MS-CFB] 2.2-2.6 (the `cfb`
+ * package builds arrays from counts it trusts, and a hostile count crashes V8 outright), or
+ * `undefined` when the file does not read cleanly.
+ */
 export function readCompoundStreams(bytes: Uint8Array): CompoundStream[] | undefined {
-  try {
-    const container = CFB.read(bytes, { type: 'buffer' });
-    const streams: CompoundStream[] = [];
-    container.FileIndex.forEach((entry, index) => {
-      const path = container.FullPaths[index];
-      if (entry.type !== 2 || path === undefined) return;
-      // FullPaths start with the root's name: `Root Entry/WordDocument`.
-      streams.push({
-        path: path.slice(path.indexOf('/') + 1),
-        content: Uint8Array.from(entry.content),
-      });
-    });
-    return streams;
-  } catch {
-    return undefined;
+  if (!isCompoundFile(bytes) || bytes.length < HEADER_BYTES) return undefined;
+  const shift = u16le(bytes, 30) ?? 0;
+  if (shift !== 9 && shift !== 12) return undefined;
+  const sectorBytes = 2 ** shift;
+  const sectors = Math.floor((bytes.length - HEADER_BYTES) / sectorBytes) + 1;
+  const sectorAt = (sector: number): number => (sector + 1) * sectorBytes;
+  // The FAT: the header's 109 DIFAT entries, then the DIFAT chain ([MS-CFB] 2.5).
+  const fatSectors: number[] = [];
+  for (let at = 76; at < HEADER_BYTES; at += 4) {
+    const sector = u32le(bytes, at) ?? FREE_OR_END;
+    if (sector < sectors) fatSectors.push(sector);
   }
+  let difat = u32le(bytes, 68) ?? FREE_OR_END;
+  for (let walked = 0; difat < sectors && walked < sectors; walked += 1) {
+    const start = sectorAt(difat);
+    for (let at = start; at < start + sectorBytes - 4; at += 4) {
+      const sector = u32le(bytes, at) ?? FREE_OR_END;
+      if (sector < sectors) fatSectors.push(sector);
+    }
+    difat = u32le(bytes, start + sectorBytes - 4) ?? FREE_OR_END;
+  }
+  const fat = (sector: number): number => {
+    const index = Math.floor((sector * 4) / sectorBytes);
+    const fatSector = fatSectors[index];
+    return fatSector === undefined
+      ? FREE_OR_END
+      : (u32le(bytes, sectorAt(fatSector) + ((sector * 4) % sectorBytes)) ?? FREE_OR_END);
+  };
+  const chain = (first: number): number[] | undefined => {
+    const out: number[] = [];
+    const seen = new Set<number>();
+    for (let sector = first; sector < FREE_OR_END; sector = fat(sector)) {
+      if (sector >= sectors || seen.has(sector)) return undefined;
+      seen.add(sector);
+      out.push(sector);
+    }
+    return out;
+  };
+  const read = (first: number, size: number): Uint8Array | undefined => {
+    const links = chain(first);
+    if (!links || size > links.length * sectorBytes) return undefined;
+    return Buffer.concat(
+      links.map((sector) => bytes.subarray(sectorAt(sector), sectorAt(sector) + sectorBytes)),
+    ).subarray(0, size);
+  };
+  const directoryChain = chain(u32le(bytes, 48) ?? FREE_OR_END);
+  if (!directoryChain) return undefined;
+  const directory = Buffer.concat(
+    directoryChain.map((sector) =>
+      bytes.subarray(sectorAt(sector), sectorAt(sector) + sectorBytes),
+    ),
+  );
+  const entries = Math.min(
+    MAX_DIRECTORY_ENTRIES,
+    Math.floor(directory.length / DIRECTORY_ENTRY_BYTES),
+  );
+  const entry = (
+    id: number,
+  ):
+    | {
+        name: string;
+        type: number;
+        left: number;
+        right: number;
+        child: number;
+        start: number;
+        size: number;
+      }
+    | undefined => {
+    if (id >= entries) return undefined;
+    const at = id * DIRECTORY_ENTRY_BYTES;
+    const nameBytes = Math.min(64, directory.readUInt16LE(at + 64));
+    return {
+      name: directory.subarray(at, at + Math.max(0, nameBytes - 2)).toString('utf16le'),
+      type: directory[at + 66] ?? 0,
+      left: directory.readUInt32LE(at + 68),
+      right: directory.readUInt32LE(at + 72),
+      child: directory.readUInt32LE(at + 76),
+      start: directory.readUInt32LE(at + 116),
+      size: directory.readUInt32LE(at + 120),
+    };
+  };
+  const root = entry(0);
+  if (root?.type !== 5) return undefined;
+  const cutoff = u32le(bytes, 56) ?? 4096;
+  const miniStream = read(root.start, Math.min(root.size, bytes.length));
+  const miniFatChain = chain(u32le(bytes, 60) ?? FREE_OR_END) ?? [];
+  const miniFat = (sector: number): number => {
+    const index = Math.floor((sector * 4) / sectorBytes);
+    const fatSector = miniFatChain[index];
+    return fatSector === undefined
+      ? FREE_OR_END
+      : (u32le(bytes, sectorAt(fatSector) + ((sector * 4) % sectorBytes)) ?? FREE_OR_END);
+  };
+  const readMini = (first: number, size: number): Uint8Array | undefined => {
+    if (!miniStream) return undefined;
+    const parts: Uint8Array[] = [];
+    const seen = new Set<number>();
+    for (
+      let sector = first;
+      sector < FREE_OR_END && parts.length * 64 < size;
+      sector = miniFat(sector)
+    ) {
+      if (seen.has(sector) || (sector + 1) * 64 > miniStream.length) return undefined;
+      seen.add(sector);
+      parts.push(miniStream.subarray(sector * 64, sector * 64 + 64));
+    }
+    const content = Buffer.concat(parts);
+    return content.length >= size ? content.subarray(0, size) : undefined;
+  };
+  const streams: CompoundStream[] = [];
+  const visited = new Set<number>();
+  const walk = (id: number, prefix: string, depth: number): boolean => {
+    if (id >= FREE_OR_END) return true;
+    const node = entry(id);
+    if (!node || visited.has(id) || depth > MAX_DIRECTORY_ENTRIES) return false;
+    visited.add(id);
+    if (!walk(node.left, prefix, depth + 1) || !walk(node.right, prefix, depth + 1)) return false;
+    if (node.type === 1 && !walk(node.child, `${prefix}${node.name}/`, depth + 1)) return false;
+    if (node.type === 2) {
+      if (node.size > bytes.length) return false;
+      const content =
+        node.size < cutoff ? readMini(node.start, node.size) : read(node.start, node.size);
+      if (!content) return false;
+      streams.push({ path: `${prefix}${node.name}`, content: new Uint8Array(content) });
+    }
+    return true;
+  };
+  return walk(root.child, '', 0) ? streams : undefined;
 }
 
 /** A compound file holding `streams`, written by the `cfb` package. */

@@ -352,3 +352,57 @@ describe('RTF rebuild', () => {
     expect(text).not.toMatch(/hlinkbase|attacker|Secret/);
   });
 });
+
+describe('RTF structures the fuzzer found (npm run fuzz -- rtf)', () => {
+  const twice = async (bytes: Uint8Array): Promise<{ first: string; second: string }> => {
+    const first = await clean(bytes);
+    const second = await clean(Buffer.from(first.text, 'latin1'));
+    expect(kinds(second.outcome)).toEqual({});
+    return { first: first.text, second: second.text };
+  };
+
+  it('writes a neutralised field so that its output rebuilds to itself, its text apart from the word before', async () => {
+    // The neutralised field left `{{{x}}}`, which the next pass wrote as `{x}`.
+    const { first, second } = await twice(
+      Buffer.from(
+        '{\\rtf1\\ansi \\b{\\field{\\*\\fldinst {DDEAUTO cmd}}{\\fldrslt {x}}}text\\par}',
+        'latin1',
+      ),
+    );
+    expect(second).toBe(first);
+    expect(first).toBe('{\\rtf1\\ansi\\b{x}text\\par\n}');
+    const empty = await twice(
+      Buffer.from('{\\rtf1\\ansi \\b{\\field{\\*\\fldinst DDEAUTO cmd}}text\\par}', 'latin1'),
+    );
+    expect(empty.first).toBe('{\\rtf1\\ansi\\b text\\par\n}');
+  });
+
+  it('keeps text that follows the header apart from \\rtf1', async () => {
+    // `{\rtf1` then `2024` was written `{\rtf12024`, which the next pass refused.
+    const { first, second } = await twice(Buffer.from('{\\rtf1 2024 figures\\par}', 'latin1'));
+    expect(first).toBe('{\\rtf1 2024 figures\\par\n}');
+    expect(second).toBe(first);
+  });
+
+  it('drops an information field written loose in the information group', async () => {
+    // `\creatim` outside its own group was written as a bare word, which verify refuses.
+    const { first } = await twice(
+      Buffer.from('{\\rtf1\\ansi{\\info{\\title T}\\creatim\\yr2024}text\\par}', 'latin1'),
+    );
+    expect(first).not.toContain('creatim');
+    expect(first).toContain('{\\info{\\title T}}');
+  });
+
+  it('removes a field whose instruction opens a destination group, as one holding a destination word', async () => {
+    // The instruction was judged with the destination's text and kept; verify judged the text
+    // left outside it and refused its own output.
+    const input = Buffer.from(
+      '{\\rtf1\\ansi{\\field{\\*\\fldinst {HYPERLINK "https://a.example/"{\\title T}}rest}{\\fldrslt shown}}\\par}',
+      'latin1',
+    );
+    const { text, outcome } = await clean(input);
+    expect(kinds(outcome)).toEqual({ 'hidden-data': 1 });
+    expect(text).not.toMatch(/fldinst|HYPERLINK|title/);
+    expect(text).toContain('shown');
+  });
+});

@@ -98,6 +98,8 @@ interface Frame {
     readonly field: Field | undefined;
     /** A destination began inside the instruction: what Word makes of it is not judged. */
     spoilt: boolean;
+    /** Whether the output ended in a control word when the instruction began. */
+    readonly afterWord: boolean;
   };
   picture?: Picture;
   /** For a container: its removed content is reported as this kind at its end. */
@@ -199,6 +201,8 @@ class RtfWriter {
     }
     this.#frames.push({ mode: 'keep', opened: true, first: false, starred: false });
     this.#write('{\\rtf1');
+    // Text right after the header (digits above all) must not join `\rtf1` as its parameter.
+    this.#afterWord = true;
   }
 
   /** Whatever follows the document's closing brace: Word reads no further. */
@@ -243,7 +247,9 @@ class RtfWriter {
         }
         return;
       case 'info':
-        if (token.kind === 'word' && INFO_FIELDS.has(token.name)) this.#word(token);
+        // Information fields are destinations (`{\\author …}`, RTF 1.9.1 "Information group"),
+        // kept as child groups in #destination. A field's word loose in the group is no field,
+        // and verify refuses it there: it goes.
         return;
       case 'keep':
       case 'instruction':
@@ -313,7 +319,15 @@ class RtfWriter {
       }
       return false;
     }
-    return this.#named(frame, name, token.kind === 'word' ? token.parameter : undefined);
+    const destination = this.#named(
+      frame,
+      name,
+      token.kind === 'word' ? token.parameter : undefined,
+    );
+    // A destination that begins inside a field instruction (`{\\title …}` in `\\fldinst`): what
+    // Word makes of the instruction is no longer judged, so it goes, as #dropRest does.
+    if (destination && frame.instruction) frame.instruction.spoilt = true;
+    return destination;
   }
 
   #named(frame: Frame, name: string, parameter: number | undefined): boolean {
@@ -325,7 +339,8 @@ class RtfWriter {
     }
     if (name === 'field') {
       frame.mode = 'field';
-      this.#afterWord = false;
+      // Nothing is written yet (the opening is decided with the instruction): whether the last
+      // write ended in a control word stays as it was.
       frame.field = { opening: this.#out.push('') - 1, words: '', decision: 'undecided' };
       return true;
     }
@@ -390,14 +405,16 @@ class RtfWriter {
     if (name === 'fldinst' && field.decision === 'undecided') {
       frame.mode = 'instruction';
       const start = this.#out.length;
-      frame.instruction = { text: '', start, field, spoilt: false };
+      frame.instruction = { text: '', start, field, spoilt: false, afterWord: this.#afterWord };
       this.#openGroup(frame, '\\*\\fldinst');
       return true;
     }
     if (name === 'fldrslt') {
       if (field.decision === 'undecided') this.#decide(field, undefined);
       frame.mode = 'keep';
-      this.#openGroup(frame, field.decision === 'kept' ? '\\fldrslt' : '');
+      // A neutralised field's result is plain content: its group opens only if it writes
+      // something, as any group without a destination does, so the output rebuilds to itself.
+      if (field.decision === 'kept') this.#openGroup(frame, '\\fldrslt');
       return true;
     }
     // A second instruction, or anything else in the field's group: readers do not show it.
@@ -409,7 +426,8 @@ class RtfWriter {
   /** Writes a field's opening once its instruction is judged (`refused`: the finding). */
   #decide(field: Field, refused: FindingKind | undefined): void {
     field.decision = refused === undefined ? 'kept' : 'neutralised';
-    this.#out[field.opening] = refused === undefined ? `{\\field${field.words}` : '{';
+    // A neutralised field leaves no group of its own: only its result's content remains.
+    this.#out[field.opening] = refused === undefined ? `{\\field${field.words}` : '';
   }
 
   #openGroup(frame: Frame, opening: string): void {
@@ -544,11 +562,13 @@ class RtfWriter {
       if (frame.container?.kind !== undefined) this.#findings.add(frame.container.kind);
     } else if (frame.mode === 'field' && frame.field) {
       if (frame.field.decision === 'undecided') this.#decide(frame.field, undefined);
-      this.#write('}');
-      this.#afterWord = false;
+      if (frame.field.decision === 'kept') {
+        this.#write('}');
+        this.#afterWord = false;
+      }
       return;
     } else if (frame.mode === 'instruction' && frame.instruction?.field) {
-      const { text, start, field, spoilt } = frame.instruction;
+      const { text, start, field, spoilt, afterWord } = frame.instruction;
       const refused =
         text.length > MAX_INSTRUCTION_CHARS || spoilt
           ? (classifyField(text.trim()) ?? 'hidden-data')
@@ -557,7 +577,8 @@ class RtfWriter {
         this.#findings.add(refused);
         this.#out.length = start;
         this.#decide(field, refused);
-        this.#afterWord = false;
+        // What was written before the instruction is the end of the output again.
+        this.#afterWord = afterWord;
         return;
       }
       this.#decide(field, undefined);

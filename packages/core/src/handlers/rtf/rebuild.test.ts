@@ -377,6 +377,16 @@ describe('RTF structures the fuzzer found (npm run fuzz -- rtf)', () => {
     expect(empty.first).toBe('{\\rtf1\\ansi\\b text\\par\n}');
   });
 
+  it('writes a result group outside a field, and a kept child of an object, as plain groups that rebuild to themselves', async () => {
+    for (const body of [
+      '{\\fldrslt {link}}text',
+      '{\\object\\objemb{\\*\\objdata 0105}{\\result {shown}}}text',
+    ]) {
+      const { first, second } = await twice(Buffer.from(`{\\rtf1\\ansi ${body}\\par}`, 'latin1'));
+      expect(second, body).toBe(first);
+    }
+  });
+
   it('keeps text that follows the header apart from \\rtf1', async () => {
     // `{\rtf1` then `2024` was written `{\rtf12024`, which the next pass refused.
     const { first, second } = await twice(Buffer.from('{\\rtf1 2024 figures\\par}', 'latin1'));

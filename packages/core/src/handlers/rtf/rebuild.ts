@@ -295,8 +295,8 @@ class RtfWriter {
     if (parent?.mode === 'container') {
       const kept = name !== undefined && parent.container?.kept.has(name) === true;
       if (kept && CONTAINERS.has(name)) return this.#named(frame, name, undefined);
+      // A kept child is plain content, opened once it writes something (as above).
       frame.mode = kept ? 'keep' : 'drop';
-      if (kept) this.#openGroup(frame, '');
       return true;
     }
     if (parent?.mode === 'field') {
@@ -351,8 +351,9 @@ class RtfWriter {
       return true;
     }
     if (name === 'fldrslt') {
+      // A result outside a field is plain content: like any group without a destination, its
+      // group is written only once it writes something (#ensureOpen), so output rebuilds to itself.
       frame.mode = 'keep';
-      this.#openGroup(frame, '');
       return true;
     }
     if (name === 'pict') {

@@ -37,7 +37,7 @@ const MAX_CORPUS_ENTRIES = 2_000;
  * file, then its output again), each with its budget and grace, and the HTTP front answers a few
  * requests.
  */
-const HANG_MS = 2 * ((FUZZ_LIMITS.timeoutMs ?? 0) + OVER_BUDGET_GRACE_MS) + 5_000;
+export const HANG_MS = 2 * ((FUZZ_LIMITS.timeoutMs ?? 0) + OVER_BUDGET_GRACE_MS) + 5_000;
 
 /** One mutation step of a recipe. */
 export interface Step {
@@ -104,6 +104,13 @@ export interface CampaignOptions {
   readonly log?: (line: string) => void;
   /** Judge coverage (keep inputs that reach new blocks); off, the corpus stays the seeds. */
   readonly coverageGuided?: boolean;
+  /**
+   * An executor to run in (its scope must be the target's kind), kept open afterwards: targets of
+   * one kind can share a process and its start-up. @default a new one, closed at the end
+   */
+  readonly executor?: Executor;
+  /** Only the seeds that build in milliseconds (the CI smoke). @default false */
+  readonly quickSeeds?: boolean;
 }
 
 /** Thrown by the property once the campaign's time is up: ends fast-check's run, not a finding. */
@@ -166,9 +173,10 @@ function signatureOf(verdict: Extract<Verdict, { ok: false }>): string {
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
   const { target } = options;
   const log = options.log ?? (() => undefined);
-  const seeds = await target.seeds();
+  const seeds = await target.seeds({ quick: options.quickSeeds === true });
   const donors = seeds.map((seed) => seed.bytes);
-  const executor = new Executor({ scope: target.kind, hangMs: HANG_MS });
+  const executor = options.executor ?? new Executor({ scope: target.kind, hangMs: HANG_MS });
+  const startsBefore = executor.starts;
   const covered = new Set<string>();
   const corpus: Entry[] = [];
   const findings = new Map<string, Finding>();
@@ -331,12 +339,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       corpusEntries: corpus.length,
       outcomes,
       findings: [...findings.values()],
-      executorStarts: executor.starts,
+      executorStarts: executor.starts - startsBefore,
       maxRssGrowthBytes,
       skipped,
     };
   } finally {
-    await executor.close();
+    if (!options.executor) await executor.close();
   }
 }
 

@@ -29,7 +29,8 @@ export interface Target {
   /** What it covers, for `--help` and the results. */
   readonly description: string;
   readonly mutators: readonly Mutator[];
-  seeds(): Promise<Seed[]>;
+  /** Its seeds; `quick` leaves out those that take seconds to build. */
+  seeds(options?: { quick?: boolean }): Promise<Seed[]>;
   toJob(bytes: Uint8Array, fileName: string): Job;
 }
 
@@ -38,7 +39,7 @@ const engine = (name: string, description: string, mutators: readonly Mutator[])
   kind: 'engine',
   description,
   mutators,
-  seeds: () => buildSeeds(name),
+  seeds: (options) => buildSeeds(name, options),
   toJob: (bytes, fileName) => ({ kind: 'engine', fileName, bytes }),
 });
 

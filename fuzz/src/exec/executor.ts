@@ -79,6 +79,8 @@ export class Executor {
       ],
       env: { ...process.env, [COVERAGE_SCOPE_ENV]: this.#options.scope },
       serialization: 'advanced',
+      // `--import tsx` resolves from here, whoever started the campaign.
+      cwd: fileURLToPath(new URL('../../../', import.meta.url)),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     this.starts += 1;

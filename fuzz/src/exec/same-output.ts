@@ -11,11 +11,13 @@ import sharp from 'sharp';
 import { readZipMembers } from '../layout/zip.ts';
 
 /**
- * Mean absolute difference per sample (0-255) a lossy re-encode may drift by. One generation of
- * the engine's JPEG and WebP re-encoding drifts well under it on the fixtures (at most 19 levels
- * on the worst sample, about 1 on average).
+ * Mean absolute difference per sample (0-255) a lossy re-encode may drift by. A sanity bound, not
+ * a fidelity target: one generation of the engine's JPEG and WebP re-encoding drifts about 1
+ * level on the fixtures, but up to 15 on the noise a mutated scan decodes to (measured in the
+ * fuzz runs); what it catches is a gross transform applied again on every pass — channels
+ * swapped, a colour conversion or an orientation applied twice — which moves the mean by far more.
  */
-export const MAX_LOSSY_MEAN_DRIFT_LEVELS = 8;
+export const MAX_LOSSY_MEAN_DRIFT_LEVELS = 24;
 
 const LOSSY_EXTENSIONS = /\.(jpe?g|webp|tiff?)$/i;
 

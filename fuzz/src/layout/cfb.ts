@@ -220,7 +220,8 @@ export function readCompoundStreams(bytes: Uint8Array): CompoundStream[] | undef
     visited.add(id);
     if (!walk(node.left, prefix, depth + 1) || !walk(node.right, prefix, depth + 1)) return false;
     if (node.type === 1 && !walk(node.child, `${prefix}${node.name}/`, depth + 1)) return false;
-    if (node.type === 2) {
+    // The `cfb` package's placeholder stream, left in by writers that use it: not content.
+    if (node.type === 2 && node.name !== '\u0001Sh33tJ5') {
       if (node.size > bytes.length) return false;
       const content =
         node.size < cutoff ? readMini(node.start, node.size) : read(node.start, node.size);

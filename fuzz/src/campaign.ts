@@ -90,6 +90,9 @@ export interface CampaignResult {
   readonly maxRssGrowthBytes: number;
   /** Executions whose mutation left the input unchanged or over the size cap (not run). */
   readonly skipped: number;
+  /** Mean milliseconds per execution in the engine (or HTTP front), and in coverage collection. */
+  readonly meanExecutionMs: number;
+  readonly meanCoverageMs: number;
 }
 
 /** Options of {@link runCampaign}. */
@@ -185,6 +188,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   let executions = 0;
   let skipped = 0;
   let maxRssGrowthBytes = 0;
+  let executionMs = 0;
+  let coverageMs = 0;
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
 
@@ -193,6 +198,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     const execution = await executor.run(job);
     executions += 1;
     maxRssGrowthBytes = Math.max(maxRssGrowthBytes, execution.rssGrowthBytes);
+    executionMs += execution.durationMs;
+    coverageMs += execution.coverageMs;
     const label = execution.verdict.ok
       ? execution.verdict.outcome
       : `finding:${execution.verdict.kind}`;
@@ -342,6 +349,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       executorStarts: executor.starts - startsBefore,
       maxRssGrowthBytes,
       skipped,
+      meanExecutionMs: executionMs / Math.max(1, executions),
+      meanCoverageMs: coverageMs / Math.max(1, executions),
     };
   } finally {
     if (!options.executor) await executor.close();

@@ -37,12 +37,14 @@ process.on('message', (message: RunMessage) => {
     const verdict = await run(message.job);
     const durationMs = performance.now() - started;
     const newBlocks = await coverage.takeNew();
+    const coverageMs = performance.now() - started - durationMs;
     const reply: ChildMessage = {
       type: 'result',
       id: message.id,
       verdict,
       newBlocks,
       durationMs,
+      coverageMs,
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
       heapUsedBytes: process.memoryUsage().heapUsed,
     };

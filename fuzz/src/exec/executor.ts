@@ -32,6 +32,8 @@ export interface Execution {
   readonly verdict: Verdict;
   readonly newBlocks: readonly string[];
   readonly durationMs: number;
+  /** Time the child spent collecting coverage after the job (0 when it did not answer). */
+  readonly coverageMs: number;
   /** Growth of the child's peak RSS over its warmed-up RSS, bytes. */
   readonly rssGrowthBytes: number;
 }
@@ -189,6 +191,7 @@ export class Executor {
         verdict: message.verdict,
         newBlocks: message.newBlocks,
         durationMs: message.durationMs,
+        coverageMs: message.coverageMs,
         rssGrowthBytes: 0,
       },
       message.peakRssBytes,
@@ -210,7 +213,10 @@ export class Executor {
   /** Kills the child; the job in flight (if any) ends with `verdict`. */
   #kill(child: ChildProcess, verdict: Verdict | undefined): void {
     if (verdict)
-      this.#settle({ verdict, newBlocks: [], durationMs: 0, rssGrowthBytes: 0 }, undefined);
+      this.#settle(
+        { verdict, newBlocks: [], durationMs: 0, coverageMs: 0, rssGrowthBytes: 0 },
+        undefined,
+      );
     if (this.#child === child) {
       this.#child = undefined;
       this.#ready = undefined;
@@ -239,6 +245,7 @@ export class Executor {
           },
           newBlocks: [],
           durationMs: 0,
+          coverageMs: 0,
           rssGrowthBytes: 0,
         },
         undefined,

@@ -72,6 +72,8 @@ export type ChildMessage =
       /** Block keys this execution covered that this child had not covered before. */
       readonly newBlocks: readonly string[];
       readonly durationMs: number;
+      /** Time spent taking and reading the block coverage after the job. */
+      readonly coverageMs: number;
       /** The process's peak RSS so far (`process.resourceUsage().maxRSS`). */
       readonly peakRssBytes: number;
       readonly heapUsedBytes: number;

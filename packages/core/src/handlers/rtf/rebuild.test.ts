@@ -387,6 +387,13 @@ describe('RTF structures the fuzzer found (npm run fuzz -- rtf)', () => {
     }
   });
 
+  it('writes a tab character as \\tab with a delimiting space only where text would run on', async () => {
+    // `\tab ` was always followed by a space, which the next pass left out before `\'a6`.
+    const { first, second } = await twice(Buffer.from('{\\rtf1\\ansi a\t\xa6b\tc\\par}', 'latin1'));
+    expect(first).toBe("{\\rtf1\\ansi a\\tab\\'a6b\\tab c\\par\n}");
+    expect(second).toBe(first);
+  });
+
   it('keeps text that follows the header apart from \\rtf1', async () => {
     // `{\rtf1` then `2024` was written `{\rtf12024`, which the next pass refused.
     const { first, second } = await twice(Buffer.from('{\\rtf1 2024 figures\\par}', 'latin1'));

@@ -523,19 +523,29 @@ class RtfWriter {
   #text(frame: Frame, bytes: Uint8Array): void {
     const raw = latin1(bytes);
     // Printable ASCII goes as it is; a tab is `\tab`, a byte of the code page `\'hh`, and other
-    // control characters, which are not text in RTF 1.9.1 and readers skip, go.
-    const text = /[^\x20-\x7e]/.test(raw)
-      ? raw.replace(/[^\x20-\x7e]/g, (char) => {
-          const code = char.charCodeAt(0);
-          if (code === 0x09) return '\\tab ';
-          return code >= 0x80 ? `\\'${code.toString(16)}` : '';
-        })
-      : raw;
-    if (text === '') return;
+    // control characters, which are not text in RTF 1.9.1 and readers skip, go. A delimiting
+    // space follows a control word only where the text would otherwise run on into it, exactly
+    // as the word would be written when read back, so the output rebuilds to itself.
+    // Only tabs, printable ASCII and code-page bytes are written; nothing else opens the group.
+    if (!/[\t\x20-\x7e\x80-\xff]/.test(raw)) return;
     this.#ensureOpen(frame);
-    // A delimiting space only where the text would otherwise run on into the word.
-    this.#write(this.#afterWord && /^[A-Za-z0-9 -]/.test(text) ? ` ${text}` : text);
-    this.#afterWord = false;
+    let text = '';
+    let afterWord = this.#afterWord;
+    for (const char of raw) {
+      const code = char.charCodeAt(0);
+      if (code >= 0x20 && code <= 0x7e) {
+        text += afterWord && /[A-Za-z0-9 -]/.test(char) ? ` ${char}` : char;
+        afterWord = false;
+      } else if (code === 0x09) {
+        text += '\\tab';
+        afterWord = true;
+      } else if (code >= 0x80) {
+        text += `\\'${code.toString(16)}`;
+        afterWord = false;
+      }
+    }
+    this.#write(text);
+    this.#afterWord = afterWord;
     if (frame.instruction) this.#instruction(frame, raw);
   }
 

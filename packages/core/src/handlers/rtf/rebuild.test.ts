@@ -13,12 +13,22 @@ import {
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { formatForFileName, FORMATS } from '../../formats.ts';
 import type { Outcome } from '../../outcome.ts';
+import type { DetectedFile } from '../types.ts';
 import { encodeBmp } from '../image/bmp/encode.ts';
 import { MAX_GROUP_DEPTH } from './rebuild.ts';
+import { verifyRtf } from './verify.ts';
 import { RtfTokenizer } from './tokenize.ts';
 
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
+
+/** The input side of a verify call (verify reads only the output). */
+const rtfInput = (bytes: Uint8Array): DetectedFile => ({
+  bytes,
+  fileName: 'f.rtf',
+  format: formatForFileName('f.rtf') ?? FORMATS[0]!,
+});
 
 async function clean(bytes: Uint8Array): Promise<{ text: string; outcome: Outcome }> {
   const outcome = await disarm({ bytes, fileName: 'f.rtf' });
@@ -392,6 +402,28 @@ describe('RTF structures the fuzzer found (npm run fuzz -- rtf)', () => {
     const { first, second } = await twice(Buffer.from('{\\rtf1\\ansi a\t\xa6b\tc\\par}', 'latin1'));
     expect(first).toBe("{\\rtf1\\ansi a\\tab\\'a6b\\tab c\\par\n}");
     expect(second).toBe(first);
+  });
+
+  it('judges a field instruction in verify as the rebuild does: through its nested groups', async () => {
+    // The rebuild read `HYPERLINK "…"` in a nested group and `tail` after it as one instruction
+    // and kept it; verify judged only `tail`, refused its own output, and would have passed a
+    // DDEAUTO written wholly inside a nested group.
+    const kept = await clean(
+      Buffer.from(
+        '{\\rtf1\\ansi{\\field{\\*\\fldinst{HYPERLINK "https://a.example/"}tail}{\\fldrslt x}}\\par}',
+        'latin1',
+      ),
+    );
+    expect(kept.text).toContain('HYPERLINK');
+    const nested = Buffer.from(
+      '{\\rtf1{\\field{\\*\\fldinst{DDEAUTO cmd}}{\\fldrslt x}}}',
+      'latin1',
+    );
+    await expect(
+      verifyRtf({ bytes: nested, findings: [] }, rtfInput(nested)),
+    ).rejects.toMatchObject({
+      check: 'rtf.field',
+    });
   });
 
   it('keeps text that follows the header apart from \\rtf1', async () => {

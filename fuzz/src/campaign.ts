@@ -93,6 +93,11 @@ export interface CampaignResult {
   /** Mean milliseconds per execution in the engine (or HTTP front), and in coverage collection. */
   readonly meanExecutionMs: number;
   readonly meanCoverageMs: number;
+  /**
+   * The executor's heap after forced collections: the first (once the seeds ran) and the last
+   * of the run, in bytes, so a leak across inputs shows as growth. `undefined` when none ran.
+   */
+  readonly retainedHeap: { readonly first: number; readonly last: number } | undefined;
 }
 
 /** Options of {@link runCampaign}. */
@@ -188,6 +193,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   let executions = 0;
   let skipped = 0;
   let maxRssGrowthBytes = 0;
+  let retainedHeap: { first: number; last: number } | undefined;
   let executionMs = 0;
   let coverageMs = 0;
   const started = performance.now();
@@ -199,6 +205,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     executions += 1;
     maxRssGrowthBytes = Math.max(maxRssGrowthBytes, execution.rssGrowthBytes);
     executionMs += execution.durationMs;
+    if (execution.retainedHeapBytes !== undefined) {
+      retainedHeap = {
+        first: retainedHeap?.first ?? execution.retainedHeapBytes,
+        last: execution.retainedHeapBytes,
+      };
+    }
     coverageMs += execution.coverageMs;
     const label = execution.verdict.ok
       ? execution.verdict.outcome
@@ -351,6 +363,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       skipped,
       meanExecutionMs: executionMs / Math.max(1, executions),
       meanCoverageMs: coverageMs / Math.max(1, executions),
+      retainedHeap,
     };
   } finally {
     if (!options.executor) await executor.close();

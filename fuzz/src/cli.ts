@@ -17,6 +17,12 @@ import { Executor } from './exec/executor.ts';
 import { TARGETS, targetNamed } from './targets.ts';
 
 const DEFAULT_SECONDS = 60;
+
+function heapText(heap: CampaignResult['retainedHeap']): string {
+  if (!heap) return 'not measured';
+  const mib = (bytes: number): string => (bytes / 2 ** 20).toFixed(0);
+  return `${mib(heap.first)} -> ${mib(heap.last)} MiB`;
+}
 const DEFAULT_FINDINGS_DIR = fileURLToPath(new URL('../findings/', import.meta.url));
 
 const { values, positionals } = parseArgs({
@@ -86,7 +92,10 @@ if (values.replay !== undefined) {
     process.stdout.write(
       `${target.name}: ${result.executions} executions in ${result.seconds.toFixed(0)} s (${result.executionsPerSecond.toFixed(1)}/s), ` +
         `blocks ${result.blocksAfterSeeds} -> ${result.blocks}, corpus ${result.corpusEntries}, ` +
-        `peak RSS growth ${Math.round(result.maxRssGrowthBytes / 2 ** 20)} MiB, findings ${result.findings.length}\n`,
+        `peak RSS growth ${Math.round(result.maxRssGrowthBytes / 2 ** 20)} MiB, ` +
+        `heap after GC ${heapText(result.retainedHeap)}, ` +
+        `${result.meanExecutionMs.toFixed(1)} ms per run + ${result.meanCoverageMs.toFixed(1)} ms coverage, ` +
+        `findings ${result.findings.length}\n`,
     );
     for (const finding of result.findings) {
       process.stdout.write(`  ${finding.kind}: ${finding.message}\n    ${finding.savedAs ?? ''}\n`);

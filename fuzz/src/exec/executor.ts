@@ -34,6 +34,8 @@ export interface Execution {
   readonly durationMs: number;
   /** Time the child spent collecting coverage after the job (0 when it did not answer). */
   readonly coverageMs: number;
+  /** The child's heap right after a forced collection, when it ran one after this job. */
+  readonly retainedHeapBytes?: number;
   /** Growth of the child's peak RSS over its warmed-up RSS, bytes. */
   readonly rssGrowthBytes: number;
 }
@@ -74,6 +76,7 @@ export class Executor {
     if (this.#ready) return this.#ready;
     const child = fork(fileURLToPath(new URL('./child.ts', import.meta.url)), [], {
       execArgv: [
+        '--expose-gc',
         '--import',
         'tsx',
         '--conditions=@disarm/source',
@@ -193,6 +196,7 @@ export class Executor {
         durationMs: message.durationMs,
         coverageMs: message.coverageMs,
         rssGrowthBytes: 0,
+        ...(message.collected ? { retainedHeapBytes: message.heapUsedBytes } : {}),
       },
       message.peakRssBytes,
     );

@@ -77,6 +77,8 @@ export type ChildMessage =
       /** The process's peak RSS so far (`process.resourceUsage().maxRSS`). */
       readonly peakRssBytes: number;
       readonly heapUsedBytes: number;
+      /** `heapUsedBytes` was read right after a forced collection (every few hundred jobs). */
+      readonly collected: boolean;
     };
 
 /** How the child is configured, through its environment. */

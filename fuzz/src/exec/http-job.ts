@@ -16,14 +16,7 @@ import {
   createManualClock,
   hashAdminToken,
 } from '@disarm/node';
-import {
-  cryptoRandom,
-  createDisarmApi,
-  createLinkSigner,
-  createStorageApi,
-  generateApiKey,
-  newId,
-} from '@disarm/protocol';
+import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
 import { createOpenApiValidator } from '@disarm/protocol/testing';
 import { createSqliteStore } from '@disarm/sqlite';
 
@@ -70,20 +63,24 @@ export async function createHttpRunner(): Promise<(job: HttpJob) => Promise<Verd
     storageBaseUrl: STORAGE_URL,
     problemsBaseUrl: API_URL,
   });
-  const organisation = await store.createOrganisation(
-    { id: newId('org', cryptoRandom), name: 'Fuzz', plan: 'internal' },
-    clock.now(),
-  );
-  const key = await generateApiKey(cryptoRandom);
-  await store.createApiKey({
-    id: newId('key', cryptoRandom),
-    organisationId: organisation.id,
-    name: 'fuzz',
-    displayPrefix: key.displayPrefix,
-    hash: key.hash,
-    createdAt: clock.now(),
-    revokedAt: null,
-  });
+  // The organisation and its key are made through the admin API, as an operator makes them.
+  const admin = (path: string, body: unknown): Promise<Response> =>
+    api.fetch(
+      new Request(`${API_URL}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }),
+    );
+  const organisation = (await (
+    await admin('/v1/admin/organisations', { name: 'Fuzz', plan: 'internal' })
+  ).json()) as { id: string };
+  const key = (await (
+    await admin(`/v1/admin/organisations/${organisation.id}/keys`, { name: 'fuzz' })
+  ).json()) as { key: string };
+  if (typeof organisation.id !== 'string' || typeof key.key !== 'string') {
+    throw new Error('the admin API did not provision the fuzzing organisation');
+  }
   const contract = (await (
     await api.fetch(new Request(`${API_URL}/v1/openapi.json`))
   ).json()) as Record<string, unknown>;

@@ -119,6 +119,8 @@ export interface CampaignOptions {
   readonly executor?: Executor;
   /** Only the seeds that build in milliseconds (the CI smoke). @default false */
   readonly quickSeeds?: boolean;
+  /** Receives every block key the campaign covers (to compare with another run's). */
+  readonly coveredBlocks?: Set<string>;
 }
 
 /** Thrown by the property once the campaign's time is up: ends fast-check's run, not a finding. */
@@ -185,7 +187,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const donors = seeds.map((seed) => seed.bytes);
   const executor = options.executor ?? new Executor({ scope: target.kind, hangMs: HANG_MS });
   const startsBefore = executor.starts;
-  const covered = new Set<string>();
+  const covered = options.coveredBlocks ?? new Set<string>();
   const corpus: Entry[] = [];
   const findings = new Map<string, Finding>();
   const outcomes: Record<string, number> = {};

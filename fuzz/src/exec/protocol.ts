@@ -9,8 +9,6 @@ export interface HttpRequestSpec {
   readonly target: string;
   readonly headers: readonly (readonly [string, string])[];
   readonly body?: Uint8Array;
-  /** Placeholders in `target`, headers and body replaced by the child (`{apiKey}`, `{documentId}`). */
-  readonly templated?: boolean;
 }
 
 /** What one execution is asked to run. */

@@ -59,7 +59,6 @@ export function decodeProgram(bytes: Uint8Array): HttpRequestSpec[] | undefined 
       target,
       headers: pairs,
       ...(typeof body === 'string' ? { body: new Uint8Array(Buffer.from(body, 'base64')) } : {}),
-      templated: true,
     });
   }
   return requests;

@@ -6,7 +6,7 @@
  */
 import { BlockCoverage } from './coverage.ts';
 import type { ChildMessage, Job, RunMessage, Verdict } from './protocol.ts';
-import { COVERAGE_SCOPE_ENV } from './protocol.ts';
+import { COVERAGE_SCOPE_ENV, FAILPOINTS_ENV } from './protocol.ts';
 
 const send = process.send?.bind(process);
 if (!send) throw new Error('the fuzz executor must be forked by the campaign');
@@ -24,7 +24,18 @@ const { runEngineJob } = await import('./engine-job.ts');
 type HttpRunner = (job: Extract<Job, { kind: 'http' }>) => Promise<Verdict>;
 let http: Promise<HttpRunner> | undefined;
 
+const failpoints = process.env[FAILPOINTS_ENV] === '1';
+/** Kept alive so the memory failpoint's pages stay resident until the job answers. */
+let ballast: Buffer[] = [];
+
 async function run(job: Job): Promise<Verdict> {
+  if (job.kind === 'engine' && failpoints && job.fileName.startsWith('failpoint-')) {
+    if (job.fileName === 'failpoint-crash') process.abort();
+    if (job.fileName === 'failpoint-hang') for (;;);
+    // 8 MiB at a time, touched, so the pages count in the RSS.
+    ballast = Array.from({ length: 56 }, () => Buffer.alloc(8 * 1024 * 1024, 1));
+    return { ok: true, outcome: `ballast:${ballast.length}` };
+  }
   if (job.kind === 'engine') return runEngineJob(job);
   http ??= import('./http-job.ts').then(({ createHttpRunner }) => createHttpRunner());
   return (await http)(job);

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 import type { ChildMessage, Job, Verdict } from './protocol.ts';
-import { COVERAGE_SCOPE_ENV } from './protocol.ts';
+import { COVERAGE_SCOPE_ENV, FAILPOINTS_ENV } from './protocol.ts';
 
 /** The child's V8 heap ceiling; past it V8 aborts, which is a `crash` with the input saved. */
 export const CHILD_HEAP_LIMIT_MIB = 1_024;
@@ -46,6 +46,8 @@ export interface ExecutorOptions {
   readonly scope: 'engine' | 'http';
   /** Longest a job may take before it is a hang and the child is killed. */
   readonly hangMs: number;
+  /** The child honours the failpoints of {@link FAILPOINTS_ENV} (the executor's own tests). */
+  readonly failpoints?: boolean;
 }
 
 interface Running {
@@ -82,7 +84,11 @@ export class Executor {
         '--conditions=@disarm/source',
         `--max-old-space-size=${CHILD_HEAP_LIMIT_MIB}`,
       ],
-      env: { ...process.env, [COVERAGE_SCOPE_ENV]: this.#options.scope },
+      env: {
+        ...process.env,
+        [COVERAGE_SCOPE_ENV]: this.#options.scope,
+        [FAILPOINTS_ENV]: this.#options.failpoints === true ? '1' : '0',
+      },
       serialization: 'advanced',
       // `--import tsx` resolves from here, whoever started the campaign.
       cwd: fileURLToPath(new URL('../../../', import.meta.url)),

@@ -81,3 +81,10 @@ export type ChildMessage =
 
 /** How the child is configured, through its environment. */
 export const COVERAGE_SCOPE_ENV = 'DISARM_FUZZ_COVERAGE';
+
+/**
+ * Set to `1` for the executor's own tests: an engine job whose file is named
+ * `failpoint-crash`, `failpoint-hang` or `failpoint-memory` aborts the process, never answers, or
+ * grows the RSS past the bound, so each way an execution can go wrong is tested deterministically.
+ */
+export const FAILPOINTS_ENV = 'DISARM_FUZZ_FAILPOINTS';

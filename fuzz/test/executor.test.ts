@@ -30,7 +30,7 @@ describe('the fuzz executor', () => {
     const starts = executor.starts;
     const crash = await executor.run(job('failpoint-crash'));
     expect(crash.verdict).toMatchObject({ ok: false, kind: 'crash' });
-    expect(crash.verdict.ok === false && crash.verdict.message).toMatch(/SIGABRT/);
+    expect(crash.verdict.ok ? '' : crash.verdict.message).toMatch(/SIGABRT/);
     expect((await executor.run(job('a.png'))).verdict).toMatchObject({ ok: true });
     expect(executor.starts).toBe(starts + 1);
   });

@@ -10,7 +10,7 @@ export default defineConfig({
     },
   },
   test: {
-    projects: ['packages/*', 'examples', 'bench'],
+    projects: ['packages/*', 'examples', 'bench', 'fuzz'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

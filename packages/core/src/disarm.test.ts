@@ -116,6 +116,20 @@ describe('disarm()', () => {
     ).rejects.toSatisfy((error) => isDisarmError(error, 'ERR_INTERNAL'));
   });
 
+  it('turns a TypeError raised while processing into ERR_INTERNAL, keeping TypeError for bad options', async () => {
+    // The fuzzing property "never an unexpected exception type": a TypeError is how the engine
+    // says a caller misused it, so a fault inside (here a scanner's) must not look like one.
+    const buggy: Scanner = {
+      name: 'buggy',
+      scan: () =>
+        Promise.reject(new TypeError("Cannot read properties of undefined (reading 'x')")),
+    };
+    await expect(
+      disarm({ bytes: await buildImage('png'), fileName: 'a.png' }, { scanners: [buggy] }),
+    ).rejects.toSatisfy((error) => isDisarmError(error, 'ERR_INTERNAL'));
+    await expect(disarm({ fileName: 'a.png' } as never)).rejects.toThrow(TypeError);
+  });
+
   it('throws ERR_TIMEOUT when the time budget runs out', async () => {
     const slow: Scanner = {
       name: 'slow',

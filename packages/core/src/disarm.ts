@@ -79,7 +79,8 @@ const gunzipAsync = promisify(gunzip);
  * @throws {DisarmError} for faults only: `ERR_TIMEOUT` when the time budget runs out or `signal`
  *   aborts, `ERR_NOT_YET_SUPPORTED` for a family whose rebuild has not shipped, `ERR_INTERNAL`
  *   for bugs. A thrown error means "failed", never "rejected".
- * @throws {TypeError} for invalid options.
+ * @throws {TypeError} for invalid options or an unusable source (no content, not a regular file);
+ *   never for anything that happens while the file is processed.
  *
  * @example
  * ```ts
@@ -101,8 +102,12 @@ export async function disarm(source: DisarmSource, options: DisarmOptions = {}):
     controller.abort(options.signal?.reason);
   };
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  // Only the source itself can be a caller's mistake (`TypeError`); once it is read, a
+  // `TypeError` is a fault inside the engine (a broken invariant, a plugin's bug): ERR_INTERNAL.
+  let reading = true;
   try {
     const bytes = await readSource(source, limits.maxBytes);
+    reading = false;
     const context = createContext({
       limits,
       policy,
@@ -137,7 +142,7 @@ export async function disarm(source: DisarmSource, options: DisarmOptions = {}):
           }
         : { status: 'rejected', reason: error.reason, detail: error.message };
     }
-    if (error instanceof DisarmError || error instanceof TypeError) throw error;
+    if (error instanceof DisarmError || (error instanceof TypeError && reading)) throw error;
     throw new DisarmError('ERR_INTERNAL', 'the engine failed while processing the file', {
       cause: error,
     });

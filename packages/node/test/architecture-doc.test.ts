@@ -14,9 +14,17 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DOC = join(ROOT, 'docs', 'ARCHITECTURE.md');
 /** Top-level folders a cited path may start with. */
-const REPOSITORY_FOLDERS = new Set(['packages', 'bench', 'scripts', 'examples', 'docs', '.ci']);
+const REPOSITORY_FOLDERS = new Set([
+  'packages',
+  'bench',
+  'fuzz',
+  'scripts',
+  'examples',
+  'docs',
+  '.ci',
+]);
 /** Folders holding the sources whose names the page may cite. */
-const SOURCE_FOLDERS = ['packages', 'bench', 'scripts', 'examples'];
+const SOURCE_FOLDERS = ['packages', 'bench', 'fuzz', 'scripts', 'examples'];
 /** A file cited by its bare name (`README.md`, `eslint.config.js`, `handler.ts`). */
 const BARE_FILE = /^[\w.-]+\.(?:md|json|js|mjs|ts|sh)$/;
 /** A code name: an identifier, optionally dotted (`StateStore.acceptDocument`) or called. */

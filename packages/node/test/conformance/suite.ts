@@ -1199,6 +1199,24 @@ export function defineConformanceSuite(
         expect(wrong.headers.get('Allow')).toBe('GET, HEAD');
       });
 
+      it('a path segment that is not percent-encoding stays on its route, and problems name it as a URI', async () => {
+        // Found by `npm run fuzz -- http`: `%ZZ` made the route unknown (404 where the method
+        // deserved 405), and the problem's `instance` carried the path as no URI may.
+        await problem(
+          await client.api('/v1/documents/%ZZ', { headers: headers() }),
+          404,
+          'DocumentNotFound',
+        );
+        await problem(
+          await client.api('/problems/%ZZ', { method: 'DELETE' }),
+          405,
+          'MethodNotAllowed',
+        );
+        const unknown = await client.api('/v1/nothing|here/%ZZ', { headers: headers() });
+        const body = await problem(unknown, 404, 'NotFound');
+        expect(body.instance).toMatch(/^\/v1\/nothing%7Chere\/%25ZZ#/);
+      });
+
       it('HEAD answers like GET without content, and a HEAD of a download starts no grace', async () => {
         const account = await client.api('/v1/account', { method: 'HEAD', headers: headers() });
         expect(account.status).toBe(200);

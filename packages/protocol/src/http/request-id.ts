@@ -33,7 +33,19 @@ export function requestIdOf(request: Request, random: Random): string {
  * says where, the id finds the log lines of that very request.
  */
 export function problemInstance(path: string, requestId: string): string {
-  return `${path}#${requestId}`;
+  return `${toUriPath(path)}#${requestId}`;
+}
+
+/**
+ * `path` as an RFC 3986 path (3.3): WHATWG URL parsing leaves `%` without two hex digits, and
+ * `[`, `]`, `|`, `^` and `\\` in a path as sent, none of which a URI reference may hold (found by
+ * `npm run fuzz -- http`: `GET /problems/%ZZ` answered an `instance` that was no URI). Those are
+ * percent-encoded; a path that is already valid is returned unchanged.
+ */
+function toUriPath(path: string): string {
+  return path
+    .replace(/%(?![0-9A-Fa-f]{2})/g, '%25')
+    .replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/gu, (char) => encodeURIComponent(char));
 }
 
 /** `logger` with `requestId` on every line. */

@@ -29,7 +29,10 @@ export function compilePattern(pattern: string): CompiledPattern {
         try {
           params[name] = decodeURIComponent(raw);
         } catch {
-          return undefined;
+          // Not percent-encoding (`%ZZ`): the path is still this route's, and the segment an id
+          // that names nothing, so the route answers (404 for it, 405 for a method it lacks)
+          // rather than "no such path".
+          params[name] = raw;
         }
       }
       return params;

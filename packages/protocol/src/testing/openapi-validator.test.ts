@@ -188,6 +188,23 @@ describe('createOpenApiValidator', () => {
     expect(validator.validate(response('HEAD', '/v1/documents/doc_1', 418, undefined))).toEqual([
       expect.stringContaining('status 418 is not documented for HEAD'),
     ]);
+    // Found by `npm run fuzz -- http`: a HEAD of a path with no GET (405) or of no path (404)
+    // was held to the problem body its GET-less answer would carry.
+    expect(
+      validator.validate(
+        response('HEAD', '/v1/uploads', 405, undefined, {
+          Allow: 'POST',
+          'Content-Type': 'application/problem+json',
+        }),
+      ),
+    ).toEqual([]);
+    expect(
+      validator.validate(
+        response('HEAD', '/v1/nothing', 404, undefined, {
+          'Content-Type': 'application/problem+json',
+        }),
+      ),
+    ).toEqual([]);
   });
 
   it('fails an undocumented status', () => {

@@ -11,7 +11,12 @@ import { decodeBmp } from './bmp/decode.ts';
 import { encodeBmp } from './bmp/encode.ts';
 import type { BmpImage } from './bmp/types.ts';
 import { encodeExactGif } from './gif-encode.ts';
-import { canonicalProfile, canonicalProfilePath, recogniseProfile } from './icc.ts';
+import {
+  canonicalProfile,
+  canonicalProfilePath,
+  isCanonicalProfile,
+  recogniseProfile,
+} from './icc.ts';
 import { pngChunk, pngHasResolution, withJfifDensity, withPngResolution } from './resolution.ts';
 import type { Resolution } from './resolution.ts';
 import { findImageExtras, isLosslessWebp, readJpegScanLayout, tiffUsesJpeg } from './structure.ts';
@@ -155,7 +160,13 @@ async function decodeAndEncode(
   const recognised = metadata.icc === undefined ? undefined : recogniseProfile(metadata.icc);
   if (metadata.icc !== undefined && recognised === undefined) findings.add('colour-profile');
   if (recognised !== undefined && metadata.space !== 'cmyk') {
-    pipeline = pipeline.withIccProfile(canonicalProfilePath(recognised));
+    // A profile that is already our own copy is kept as it is: converting to it again would only
+    // round the pixels once more (16-bit samples drift on every pass), and a rebuilt file must
+    // rebuild to itself.
+    pipeline =
+      metadata.icc !== undefined && isCanonicalProfile(metadata.icc)
+        ? pipeline.keepIccProfile()
+        : pipeline.withIccProfile(canonicalProfilePath(recognised));
   }
   if (metadata.depth === 'ushort' && (kind === 'png' || kind === 'tiff')) {
     pipeline = pipeline.toColourspace(isGrey(metadata) ? 'grey16' : 'rgb16');

@@ -413,13 +413,35 @@ function metaDecision(
   ancestors: readonly XmlElementNode[],
   stream: OdfStreamRewrite,
 ): ElementDecision {
-  if (ancestors.length === 0) return KEEP;
+  if (ancestors.length === 0) return screenedMeta(element, stream);
   if (ancestors.length === 1 && element.uri === ODF_NS.office && element.localName === 'meta') {
-    return KEEP;
+    return screenedMeta(element, stream);
   }
   if (ancestors.length === 2 && META_KEPT.has(element.key)) {
-    return KEEP;
+    return screenedMeta(element, stream);
   }
   stream.findings.add('document-metadata');
   return DROP;
+}
+
+/**
+ * A kept element of `meta.xml` without what no metadata needs and verify refuses in any stream:
+ * a script URL in any attribute, and links (`xlink:*`) out of the package. Found by
+ * `npm run fuzz -- odf`: `xlink:href="macro:x"` on `office:document-meta` was kept, and the part
+ * check refused the rebuilt stream.
+ */
+function screenedMeta(element: XmlElementNode, stream: OdfStreamRewrite): ElementDecision {
+  const attributes = element.attributes.filter((attribute) => {
+    if (attribute.name.startsWith('xmlns')) return true;
+    if (SCRIPT_URL.test(attribute.value)) {
+      stream.findings.add('odf-macro');
+      return false;
+    }
+    if (attribute.uri === ODF_NS.xlink) {
+      stream.findings.add('external-relationship');
+      return false;
+    }
+    return true;
+  });
+  return attributes.length === element.attributes.length ? KEEP : { action: 'keep', attributes };
 }

@@ -477,3 +477,20 @@ describe('ODT rebuild', () => {
     }
   });
 });
+
+describe('ODF structures the fuzzer found (npm run fuzz -- odf)', () => {
+  it('keeps no script URL or outside link on the kept elements of meta.xml', async () => {
+    // `xlink:href="macro:x"` on office:document-meta was kept; the part check then refused the
+    // rebuilt stream and the file failed (ERR_INTERNAL) instead of being cleaned.
+    const input = await rezipped(await buildOdt(), (text) =>
+      text.replace(
+        /<office:document-meta /,
+        '<office:document-meta xlink:href="macro:x" meta:generator="vnd.sun.star.script:x" ',
+      ),
+    );
+    const outcome = cleaned(await disarm({ bytes: input, fileName: 'a.odt' }));
+    expect(findingsOf(outcome)).toMatchObject({ 'odf-macro': 2 });
+    const { text } = await unzipped(outcome.bytes, 'meta.xml');
+    expect(text).not.toMatch(/macro:|vnd\.sun\.star\.script/);
+  });
+});

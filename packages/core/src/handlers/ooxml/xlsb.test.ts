@@ -498,6 +498,27 @@ describe('xlsb rebuild', () => {
   });
 });
 
+describe('xlsb structures the fuzzer found (npm run fuzz -- ooxml)', () => {
+  it('drops a sheet-list record written into a worksheet, which names a relationship the sheet has not', async () => {
+    // The worksheet kept it, and verify refused the output (ooxml.xlsb-parse) where the file
+    // deserved a rebuild.
+    const sheet = Buffer.concat([
+      xlsbRecord(R.BrtBeginSheet),
+      xlsbRecord(R.BrtBundleSh, Buffer.from([0, 0, 0, 0, 0, 0, 0, 0]), wide('rId9'), wide('S')),
+      xlsbRecord(R.BrtBeginSheetData),
+      xlsbRecord(R.BrtEndSheetData),
+      xlsbRecord(R.BrtEndSheet),
+    ]);
+    const outcome = cleaned(
+      await disarm({ bytes: await minimalPackage(new Uint8Array(), sheet), fileName: 'a.xlsb' }),
+    );
+    expect(outcome.findings.map((finding) => finding.kind)).toEqual(['hidden-data']);
+    const { read } = await unzipped(outcome.bytes);
+    const records = recordsOf(read('xl/worksheets/sheet1.bin'));
+    expect(records.map((record) => record.type)).not.toContain(R.BrtBundleSh);
+  });
+});
+
 describe('verify before release of an xlsb', () => {
   const context = {
     deadline: new Deadline(60_000),

@@ -239,6 +239,13 @@ function rewriteSheetLike(
 ): XlsbRecord[] {
   const out: XlsbRecord[] = [];
   withoutDroppedBlocks(records, (record) => {
+    // [MS-XLSB] 2.1.7.61: the sheet list belongs to the workbook part. Found by
+    // `npm run fuzz -- ooxml`: one in a worksheet was kept, naming a relationship the sheet does
+    // not have, and verify refused the output. Excel shows nothing of it there: it goes.
+    if (record.type === RT.BrtBundleSh) {
+      part.findings.add('hidden-data');
+      return;
+    }
     const id = relationshipOf(record, what);
     if (id !== undefined && id !== '' && !part.keptIds.has(id)) return;
     out.push(record);

@@ -97,6 +97,15 @@ export function disarmDocument(
   if (!(catalog instanceof PDFDict)) {
     throw new Rejection('invalid_file', 'the PDF has no document catalogue');
   }
+  // ISO 32000-1 7.7.2: the trailer's /Root is the catalogue. One that declares another type (a
+  // page, a font) is not repaired into one: rebuilt as a catalogue it wrote a page as the root.
+  const declared = name(catalog.get(key('Type')));
+  if (declared !== undefined && declared !== 'Catalog') {
+    throw new Rejection(
+      'invalid_file',
+      `the PDF trailer's /Root is a /${declared} dictionary, not a document catalogue`,
+    );
+  }
   if (context.trailerInfo.Info !== undefined) findings.add('document-metadata');
   disarmCatalog(catalog, context, findings);
   // ISO 32000-1 7.7.2: /Type is required; minimal files leave it out.
@@ -246,6 +255,12 @@ function countPages(
     const node = context.lookup(ref);
     if (!(node instanceof PDFDict))
       throw new Rejection('invalid_file', 'a PDF page tree node is not a dictionary');
+    // ISO 32000-1 7.7.3: every node is a /Pages or a /Page. A node that declares another type (the
+    // catalogue listed among the kids, a font) would be retyped into a page and written so.
+    const declared = name(node.get(key('Type')));
+    if (declared !== undefined && declared !== 'Page' && declared !== 'Pages') {
+      throw new Rejection('invalid_file', `a PDF page tree node is a /${declared} dictionary`);
+    }
     const kids = context.lookup(node.get(key('Kids')));
     if (
       ref !== rootRef &&

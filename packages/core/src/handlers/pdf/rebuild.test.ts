@@ -964,6 +964,41 @@ describe('the PDF rebuild', () => {
   });
 });
 
+describe('PDF structures the fuzzer found (npm run fuzz -- pdf)', () => {
+  it('refuses a catalogue listed among the page tree kids instead of writing it as a page', async () => {
+    // The rebuild retyped the catalogue into a page and wrote a root that was a /Page; verify
+    // then refused its own output (ERR_VERIFY_FAILED) where the file deserves a rejection.
+    const input = buildRawPdf({
+      objects: [
+        { num: 1, body: '<< /Type /Catalog /Pages 2 0 R >>' },
+        { num: 2, body: '<< /Type /Pages /Kids [1 0 R] /Count 1 >>' },
+      ],
+      trailer: '/Root 1 0 R',
+    });
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toBe(
+      'a PDF page tree node is a /Catalog dictionary',
+    );
+  });
+
+  it('refuses a trailer whose /Root is a page, not a catalogue', async () => {
+    // With no catalogue anywhere for the parser to recover, the page became the root.
+    const input = buildRawPdf({
+      objects: [
+        { num: 2, body: '<< /Type /Pages /Kids [3 0 R] /Count 1 >>' },
+        { num: 3, body: '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>' },
+      ],
+      trailer: '/Root 3 0 R',
+    });
+    const outcome = await run(input);
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'invalid_file' });
+    expect(outcome.status === 'rejected' && outcome.detail).toBe(
+      "the PDF trailer's /Root is a /Page dictionary, not a document catalogue",
+    );
+  });
+});
+
 describe('the FDF rebuild', () => {
   it('keeps field values and removes script, actions, embedded FDFs and attachments', async () => {
     const input = buildFdf({

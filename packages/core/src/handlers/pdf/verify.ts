@@ -92,6 +92,14 @@ function checkDocument(pdf: ParsedPdf): void {
     checkFdf(catalog.entries, resolve);
     return;
   }
+  // Our writer always types the catalogue and its page tree (ISO 32000-1 7.7.2, 7.7.3.2).
+  if (nameOf(catalog.entries.get('Type')) !== 'Catalog') {
+    throw new VerifyFailure('pdf.structure', 'the trailer /Root is not a /Catalog');
+  }
+  const pages = resolve(catalog.entries.get('Pages'));
+  if (pages?.type !== 'dict' || nameOf(pages.entries.get('Type')) !== 'Pages') {
+    throw new VerifyFailure('pdf.structure', 'the catalogue /Pages is not a page tree node');
+  }
   for (const catalogKey of catalog.entries.keys()) {
     if (!CATALOG_KEYS.has(catalogKey)) {
       throw new VerifyFailure('pdf.catalog', `the catalogue carries /${catalogKey}`);

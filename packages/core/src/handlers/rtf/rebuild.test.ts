@@ -13,12 +13,22 @@ import {
 import { describe, expect, it } from 'vitest';
 
 import { disarm } from '../../disarm.ts';
+import { formatForFileName, FORMATS } from '../../formats.ts';
 import type { Outcome } from '../../outcome.ts';
+import type { DetectedFile } from '../types.ts';
 import { encodeBmp } from '../image/bmp/encode.ts';
 import { MAX_GROUP_DEPTH } from './rebuild.ts';
+import { verifyRtf } from './verify.ts';
 import { RtfTokenizer } from './tokenize.ts';
 
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
+
+/** The input side of a verify call (verify reads only the output). */
+const rtfInput = (bytes: Uint8Array): DetectedFile => ({
+  bytes,
+  fileName: 'f.rtf',
+  format: formatForFileName('f.rtf') ?? FORMATS[0]!,
+});
 
 async function clean(bytes: Uint8Array): Promise<{ text: string; outcome: Outcome }> {
   const outcome = await disarm({ bytes, fileName: 'f.rtf' });
@@ -350,5 +360,98 @@ describe('RTF rebuild', () => {
     expect(kinds(outcome)).toEqual({ 'external-relationship': 1 });
     expect(text).toContain('{\\doccomm note}');
     expect(text).not.toMatch(/hlinkbase|attacker|Secret/);
+  });
+});
+
+describe('RTF structures the fuzzer found (npm run fuzz -- rtf)', () => {
+  const twice = async (bytes: Uint8Array): Promise<{ first: string; second: string }> => {
+    const first = await clean(bytes);
+    const second = await clean(Buffer.from(first.text, 'latin1'));
+    expect(kinds(second.outcome)).toEqual({});
+    return { first: first.text, second: second.text };
+  };
+
+  it('writes a neutralised field so that its output rebuilds to itself, its text apart from the word before', async () => {
+    // The neutralised field left `{{{x}}}`, which the next pass wrote as `{x}`.
+    const { first, second } = await twice(
+      Buffer.from(
+        '{\\rtf1\\ansi \\b{\\field{\\*\\fldinst {DDEAUTO cmd}}{\\fldrslt {x}}}text\\par}',
+        'latin1',
+      ),
+    );
+    expect(second).toBe(first);
+    expect(first).toBe('{\\rtf1\\ansi\\b{x}text\\par\n}');
+    const empty = await twice(
+      Buffer.from('{\\rtf1\\ansi \\b{\\field{\\*\\fldinst DDEAUTO cmd}}text\\par}', 'latin1'),
+    );
+    expect(empty.first).toBe('{\\rtf1\\ansi\\b text\\par\n}');
+  });
+
+  it('writes a result group outside a field, and a kept child of an object, as plain groups that rebuild to themselves', async () => {
+    for (const body of [
+      '{\\fldrslt {link}}text',
+      '{\\object\\objemb{\\*\\objdata 0105}{\\result {shown}}}text',
+    ]) {
+      const { first, second } = await twice(Buffer.from(`{\\rtf1\\ansi ${body}\\par}`, 'latin1'));
+      expect(second, body).toBe(first);
+    }
+  });
+
+  it('writes a tab character as \\tab with a delimiting space only where text would run on', async () => {
+    // `\tab ` was always followed by a space, which the next pass left out before `\'a6`.
+    const { first, second } = await twice(Buffer.from('{\\rtf1\\ansi a\t\xa6b\tc\\par}', 'latin1'));
+    expect(first).toBe("{\\rtf1\\ansi a\\tab\\'a6b\\tab c\\par\n}");
+    expect(second).toBe(first);
+  });
+
+  it('judges a field instruction in verify as the rebuild does: through its nested groups', async () => {
+    // The rebuild read `HYPERLINK "…"` in a nested group and `tail` after it as one instruction
+    // and kept it; verify judged only `tail`, refused its own output, and would have passed a
+    // DDEAUTO written wholly inside a nested group.
+    const kept = await clean(
+      Buffer.from(
+        '{\\rtf1\\ansi{\\field{\\*\\fldinst{HYPERLINK "https://a.example/"}tail}{\\fldrslt x}}\\par}',
+        'latin1',
+      ),
+    );
+    expect(kept.text).toContain('HYPERLINK');
+    const nested = Buffer.from(
+      '{\\rtf1{\\field{\\*\\fldinst{DDEAUTO cmd}}{\\fldrslt x}}}',
+      'latin1',
+    );
+    await expect(
+      verifyRtf({ bytes: nested, findings: [] }, rtfInput(nested)),
+    ).rejects.toMatchObject({
+      check: 'rtf.field',
+    });
+  });
+
+  it('keeps text that follows the header apart from \\rtf1', async () => {
+    // `{\rtf1` then `2024` was written `{\rtf12024`, which the next pass refused.
+    const { first, second } = await twice(Buffer.from('{\\rtf1 2024 figures\\par}', 'latin1'));
+    expect(first).toBe('{\\rtf1 2024 figures\\par\n}');
+    expect(second).toBe(first);
+  });
+
+  it('drops an information field written loose in the information group', async () => {
+    // `\creatim` outside its own group was written as a bare word, which verify refuses.
+    const { first } = await twice(
+      Buffer.from('{\\rtf1\\ansi{\\info{\\title T}\\creatim\\yr2024}text\\par}', 'latin1'),
+    );
+    expect(first).not.toContain('creatim');
+    expect(first).toContain('{\\info{\\title T}}');
+  });
+
+  it('removes a field whose instruction opens a destination group, as one holding a destination word', async () => {
+    // The instruction was judged with the destination's text and kept; verify judged the text
+    // left outside it and refused its own output.
+    const input = Buffer.from(
+      '{\\rtf1\\ansi{\\field{\\*\\fldinst {HYPERLINK "https://a.example/"{\\title T}}rest}{\\fldrslt shown}}\\par}',
+      'latin1',
+    );
+    const { text, outcome } = await clean(input);
+    expect(kinds(outcome)).toEqual({ 'hidden-data': 1 });
+    expect(text).not.toMatch(/fldinst|HYPERLINK|title/);
+    expect(text).toContain('shown');
   });
 });

@@ -98,6 +98,8 @@ interface Frame {
     readonly field: Field | undefined;
     /** A destination began inside the instruction: what Word makes of it is not judged. */
     spoilt: boolean;
+    /** Whether the output ended in a control word when the instruction began. */
+    readonly afterWord: boolean;
   };
   picture?: Picture;
   /** For a container: its removed content is reported as this kind at its end. */
@@ -199,6 +201,8 @@ class RtfWriter {
     }
     this.#frames.push({ mode: 'keep', opened: true, first: false, starred: false });
     this.#write('{\\rtf1');
+    // Text right after the header (digits above all) must not join `\rtf1` as its parameter.
+    this.#afterWord = true;
   }
 
   /** Whatever follows the document's closing brace: Word reads no further. */
@@ -243,7 +247,9 @@ class RtfWriter {
         }
         return;
       case 'info':
-        if (token.kind === 'word' && INFO_FIELDS.has(token.name)) this.#word(token);
+        // Information fields are destinations (`{\\author …}`, RTF 1.9.1 "Information group"),
+        // kept as child groups in #destination. A field's word loose in the group is no field,
+        // and verify refuses it there: it goes.
         return;
       case 'keep':
       case 'instruction':
@@ -289,8 +295,8 @@ class RtfWriter {
     if (parent?.mode === 'container') {
       const kept = name !== undefined && parent.container?.kept.has(name) === true;
       if (kept && CONTAINERS.has(name)) return this.#named(frame, name, undefined);
+      // A kept child is plain content, opened once it writes something (as above).
       frame.mode = kept ? 'keep' : 'drop';
-      if (kept) this.#openGroup(frame, '');
       return true;
     }
     if (parent?.mode === 'field') {
@@ -313,7 +319,15 @@ class RtfWriter {
       }
       return false;
     }
-    return this.#named(frame, name, token.kind === 'word' ? token.parameter : undefined);
+    const destination = this.#named(
+      frame,
+      name,
+      token.kind === 'word' ? token.parameter : undefined,
+    );
+    // A destination that begins inside a field instruction (`{\\title …}` in `\\fldinst`): what
+    // Word makes of the instruction is no longer judged, so it goes, as #dropRest does.
+    if (destination && frame.instruction) frame.instruction.spoilt = true;
+    return destination;
   }
 
   #named(frame: Frame, name: string, parameter: number | undefined): boolean {
@@ -325,7 +339,8 @@ class RtfWriter {
     }
     if (name === 'field') {
       frame.mode = 'field';
-      this.#afterWord = false;
+      // Nothing is written yet (the opening is decided with the instruction): whether the last
+      // write ended in a control word stays as it was.
       frame.field = { opening: this.#out.push('') - 1, words: '', decision: 'undecided' };
       return true;
     }
@@ -336,8 +351,9 @@ class RtfWriter {
       return true;
     }
     if (name === 'fldrslt') {
+      // A result outside a field is plain content: like any group without a destination, its
+      // group is written only once it writes something (#ensureOpen), so output rebuilds to itself.
       frame.mode = 'keep';
-      this.#openGroup(frame, '');
       return true;
     }
     if (name === 'pict') {
@@ -390,14 +406,16 @@ class RtfWriter {
     if (name === 'fldinst' && field.decision === 'undecided') {
       frame.mode = 'instruction';
       const start = this.#out.length;
-      frame.instruction = { text: '', start, field, spoilt: false };
+      frame.instruction = { text: '', start, field, spoilt: false, afterWord: this.#afterWord };
       this.#openGroup(frame, '\\*\\fldinst');
       return true;
     }
     if (name === 'fldrslt') {
       if (field.decision === 'undecided') this.#decide(field, undefined);
       frame.mode = 'keep';
-      this.#openGroup(frame, field.decision === 'kept' ? '\\fldrslt' : '');
+      // A neutralised field's result is plain content: its group opens only if it writes
+      // something, as any group without a destination does, so the output rebuilds to itself.
+      if (field.decision === 'kept') this.#openGroup(frame, '\\fldrslt');
       return true;
     }
     // A second instruction, or anything else in the field's group: readers do not show it.
@@ -409,7 +427,8 @@ class RtfWriter {
   /** Writes a field's opening once its instruction is judged (`refused`: the finding). */
   #decide(field: Field, refused: FindingKind | undefined): void {
     field.decision = refused === undefined ? 'kept' : 'neutralised';
-    this.#out[field.opening] = refused === undefined ? `{\\field${field.words}` : '{';
+    // A neutralised field leaves no group of its own: only its result's content remains.
+    this.#out[field.opening] = refused === undefined ? `{\\field${field.words}` : '';
   }
 
   #openGroup(frame: Frame, opening: string): void {
@@ -504,19 +523,29 @@ class RtfWriter {
   #text(frame: Frame, bytes: Uint8Array): void {
     const raw = latin1(bytes);
     // Printable ASCII goes as it is; a tab is `\tab`, a byte of the code page `\'hh`, and other
-    // control characters, which are not text in RTF 1.9.1 and readers skip, go.
-    const text = /[^\x20-\x7e]/.test(raw)
-      ? raw.replace(/[^\x20-\x7e]/g, (char) => {
-          const code = char.charCodeAt(0);
-          if (code === 0x09) return '\\tab ';
-          return code >= 0x80 ? `\\'${code.toString(16)}` : '';
-        })
-      : raw;
-    if (text === '') return;
+    // control characters, which are not text in RTF 1.9.1 and readers skip, go. A delimiting
+    // space follows a control word only where the text would otherwise run on into it, exactly
+    // as the word would be written when read back, so the output rebuilds to itself.
+    // Only tabs, printable ASCII and code-page bytes are written; nothing else opens the group.
+    if (!/[\t\x20-\x7e\x80-\xff]/.test(raw)) return;
     this.#ensureOpen(frame);
-    // A delimiting space only where the text would otherwise run on into the word.
-    this.#write(this.#afterWord && /^[A-Za-z0-9 -]/.test(text) ? ` ${text}` : text);
-    this.#afterWord = false;
+    let text = '';
+    let afterWord = this.#afterWord;
+    for (const char of raw) {
+      const code = char.charCodeAt(0);
+      if (code >= 0x20 && code <= 0x7e) {
+        text += afterWord && /[A-Za-z0-9 -]/.test(char) ? ` ${char}` : char;
+        afterWord = false;
+      } else if (code === 0x09) {
+        text += '\\tab';
+        afterWord = true;
+      } else if (code >= 0x80) {
+        text += `\\'${code.toString(16)}`;
+        afterWord = false;
+      }
+    }
+    this.#write(text);
+    this.#afterWord = afterWord;
     if (frame.instruction) this.#instruction(frame, raw);
   }
 
@@ -544,11 +573,13 @@ class RtfWriter {
       if (frame.container?.kind !== undefined) this.#findings.add(frame.container.kind);
     } else if (frame.mode === 'field' && frame.field) {
       if (frame.field.decision === 'undecided') this.#decide(frame.field, undefined);
-      this.#write('}');
-      this.#afterWord = false;
+      if (frame.field.decision === 'kept') {
+        this.#write('}');
+        this.#afterWord = false;
+      }
       return;
     } else if (frame.mode === 'instruction' && frame.instruction?.field) {
-      const { text, start, field, spoilt } = frame.instruction;
+      const { text, start, field, spoilt, afterWord } = frame.instruction;
       const refused =
         text.length > MAX_INSTRUCTION_CHARS || spoilt
           ? (classifyField(text.trim()) ?? 'hidden-data')
@@ -557,7 +588,8 @@ class RtfWriter {
         this.#findings.add(refused);
         this.#out.length = start;
         this.#decide(field, refused);
-        this.#afterWord = false;
+        // What was written before the instruction is the end of the output again.
+        this.#afterWord = afterWord;
         return;
       }
       this.#decide(field, undefined);

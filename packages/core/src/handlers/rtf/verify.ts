@@ -21,6 +21,12 @@ interface Group {
   content: string;
   /** A picture's kind, once named. */
   kind: string | undefined;
+  /**
+   * The field instruction this group's text belongs to: the group itself once it is named
+   * `\\fldinst`, else its parent's. Word reads an instruction through its nested groups (formatting
+   * runs split it: `{\\*\\fldinst {\\b DDE}{AUTO} …}`), so it is judged whole, as the rebuild does.
+   */
+  instruction: Group | undefined;
 }
 
 /**
@@ -60,7 +66,12 @@ function checkRtf(bytes: Uint8Array): void {
     const group = groups.at(-1);
     if (lexeme === '{') {
       if (groups.length === 0 && at !== 0) fail('groups', 'content follows the document group');
-      groups.push({ name: undefined, content: '', kind: undefined });
+      groups.push({
+        name: undefined,
+        content: '',
+        kind: undefined,
+        instruction: group?.instruction,
+      });
       if (groups.length > MAX_GROUP_DEPTH) fail('groups', 'groups nest too deep');
       fresh = true;
       starred = false;
@@ -81,13 +92,13 @@ function checkRtf(bytes: Uint8Array): void {
       continue;
     } else if (symbol !== undefined && !KEPT_SYMBOLS.has(symbol)) {
       fail('symbol', `control symbol \\${symbol} at offset ${at}`);
-    } else if (group.name === 'fldinst') {
-      group.content += symbol ?? (match[3] !== undefined ? '?' : lexeme);
     } else if (group.name === 'pict') {
       if (match[3] !== undefined || symbol !== undefined || /[^0-9a-f\s]/.test(lexeme)) {
         fail('picture', `a picture holds more than hex digits at offset ${at}`);
       }
       group.content += lexeme.replace(/\s/g, '');
+    } else if (group.instruction) {
+      group.instruction.content += symbol ?? (match[3] !== undefined ? '?' : lexeme);
     }
     fresh = false;
     starred = false;
@@ -106,6 +117,7 @@ function checkWord(
   if (starred && !destination) fail('destination', `\\*\\${word} is not a kept destination`);
   if (destination) {
     group.name = word;
+    if (word === 'fldinst') group.instruction = group;
     return;
   }
   if (group.name === 'pict' && PICTURE_KINDS.has(word)) {

@@ -1,12 +1,6 @@
-import { defineProject } from 'vitest/config';
+import { defineDisarmProject } from '../vitest.shared.ts';
 
-export default defineProject({
-  resolve: { conditions: ['@disarm/source'] },
-  ssr: { resolve: { conditions: ['@disarm/source'] } },
-  test: {
-    name: 'bench',
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
-    include: ['*.test.ts', 'real-corpus/**/*.test.ts'],
-  },
+export default defineDisarmProject('bench', {
+  include: ['*.test.ts', 'real-corpus/**/*.test.ts'],
+  quietTestTimeoutMs: 120_000,
 });

@@ -1,12 +1,3 @@
-import { defineProject } from 'vitest/config';
+import { defineDisarmProject } from '../../vitest.shared.ts';
 
-export default defineProject({
-  resolve: { conditions: ['@disarm/source'] },
-  ssr: { resolve: { conditions: ['@disarm/source'] } },
-  test: {
-    name: 'sqlite',
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-  },
-});
+export default defineDisarmProject('sqlite');

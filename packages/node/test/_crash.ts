@@ -4,11 +4,12 @@
  * shows (never a fixed sleep).
  */
 import { randomBytes } from 'node:crypto';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 /** Between two looks at a condition while waiting for it. */
 const POLL_INTERVAL_MS = 50;
-/** How long a condition may take on this small, shared machine. */
-export const CONDITION_TIMEOUT_MS = 120_000;
+/** How long a condition may take on a quiet machine; scaled by the load when the wait starts. */
+export const QUIET_CONDITION_TIMEOUT_MS = 120_000;
 
 /** A multipart/form-data body holding one `file` part. */
 export interface MultipartBody {
@@ -61,7 +62,7 @@ export function stalledBody(
 export async function until(
   what: string,
   check: () => Promise<boolean> | boolean,
-  timeoutMs = CONDITION_TIMEOUT_MS,
+  timeoutMs = scaledMs(QUIET_CONDITION_TIMEOUT_MS),
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

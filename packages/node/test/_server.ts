@@ -21,15 +21,19 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PlanName } from '@disarm/protocol';
 
 import type { FailpointStep } from '../src/index.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 /** Entry of the `disarm` command, run from source. */
 export const CLI_PATH = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 /** The tsx loader, as a URL for `node --import`. */
 export const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-/** How long the server may take to listen (tsx compiles the sources on first start). */
-const START_TIMEOUT_MS = 60_000;
-/** How long `stop()` waits for a graceful exit before killing the process. */
-const STOP_TIMEOUT_MS = 30_000;
+/**
+ * How long the server may take to listen on a quiet machine (tsx compiles the sources on first
+ * start); scaled by the load when the start begins.
+ */
+const QUIET_START_TIMEOUT_MS = 60_000;
+/** How long `stop()` waits for a graceful exit on a quiet machine before killing the process. */
+const QUIET_STOP_TIMEOUT_MS = 30_000;
 
 /** Options of {@link startTestServer}. */
 export interface TestServerOptions {
@@ -176,9 +180,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   let partial = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
+    const startTimeoutMs = scaledMs(QUIET_START_TIMEOUT_MS);
     const timer = setTimeout(() => {
-      reject(new Error(`disarm serve did not start within ${START_TIMEOUT_MS} ms:\n${stderr}`));
-    }, START_TIMEOUT_MS);
+      reject(new Error(`disarm serve did not start within ${startTimeoutMs} ms:\n${stderr}`));
+    }, startTimeoutMs);
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       partial += chunk;
       const lines = partial.split('\n');
@@ -263,7 +268,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       stopped ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
           child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+          const timer = setTimeout(() => child.kill('SIGKILL'), scaledMs(QUIET_STOP_TIMEOUT_MS));
           await exited;
           clearTimeout(timer);
         }
@@ -329,9 +334,10 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   const ended = endOf(child);
   const started = new Promise<void>((resolve, reject) => {
+    const startTimeoutMs = scaledMs(QUIET_START_TIMEOUT_MS);
     const timer = setTimeout(() => {
-      reject(new Error(`the worker did not start within ${START_TIMEOUT_MS} ms:\n${stderr}`));
-    }, START_TIMEOUT_MS);
+      reject(new Error(`the worker did not start within ${startTimeoutMs} ms:\n${stderr}`));
+    }, startTimeoutMs);
     child.stderr?.on('data', () => {
       if (stderr.includes('disarm: worker processing documents')) {
         clearTimeout(timer);
@@ -365,7 +371,7 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
       stopped ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
           child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+          const timer = setTimeout(() => child.kill('SIGKILL'), scaledMs(QUIET_STOP_TIMEOUT_MS));
           await exited;
           clearTimeout(timer);
         }

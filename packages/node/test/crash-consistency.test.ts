@@ -42,6 +42,7 @@ import { pngWithMetadata, tempDir } from './_fixtures.ts';
 import { adminOn, apiCommand, nodeDataDirs, s3EnvOf, workerCommand } from './_scale-out.ts';
 import { runDisarm, startTestServer, startTestWorker } from './_server.ts';
 import type { ProcessEnd, TestServer } from './_server.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
@@ -53,7 +54,7 @@ const RATE_LIMIT_PER_MINUTE = 100_000;
 /** Key prefix of the scaled-out deployment's bucket. */
 const PREFIX = 'crash';
 /** A dozen process starts and a dozen documents per deployment, on a small, shared machine. */
-const TEST_TIMEOUT_MS = 600_000;
+const TEST_TIMEOUT_MS = scaledMs(600_000);
 /** Only the built-in renderer: the documents are PNGs, and no browser needs to start. */
 const RENDERERS = '--renderers=builtin';
 

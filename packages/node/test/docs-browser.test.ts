@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startServer } from '../src/serve/index.ts';
 import type { RunningDisarm } from '../src/serve/index.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const CHROMIUM = '/usr/bin/chromium';
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -101,7 +102,7 @@ describe('GET /docs in Chromium', () => {
 
   it('renders the title and every operation of the contract', async () => {
     const title = page.locator('.info .title').first();
-    await title.waitFor({ timeout: 30_000 });
+    await title.waitFor({ timeout: scaledMs(30_000) });
     expect(await title.textContent()).toContain('disarm CDR API');
     // The contract the page was given: the served one when pointed at a real server.
     const document = (await (await fetch(`${origin}${OPENAPI_PATH}`)).json()) as OpenApiDocument;

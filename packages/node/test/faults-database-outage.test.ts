@@ -19,6 +19,7 @@ import { pngWithMetadata, tempDir } from './_fixtures.ts';
 import { startTestServer, startTestWorker } from './_server.ts';
 import type { TestServer, TestWorker } from './_server.ts';
 import { mountTmpfs } from './_tmpfs.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const MIB_BYTES = 1024 * 1024;
 /**
@@ -32,7 +33,7 @@ const CLIENT_RETRY_MS = 500;
 /** How long anything may take to settle once the database is back. */
 const DEADLINE_MS = 120_000;
 /** The whole test: a few steps of that deadline each, on a machine that may be loaded. */
-const TEST_TIMEOUT_MS = 10 * 60_000;
+const TEST_TIMEOUT_MS = scaledMs(10 * 60_000);
 /** The service's `Retry-After` for unavailable storage (`UNAVAILABLE_RETRY_AFTER_SECONDS`). */
 const RETRY_AFTER_SECONDS = '15';
 /** pino's level numbers. */

@@ -15,6 +15,7 @@ import { startTestServer, startTestWorker } from './_server.ts';
 import type { TestServer } from './_server.ts';
 import { mountTmpfs } from './_tmpfs.ts';
 import type { Tmpfs } from './_tmpfs.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const MIB_BYTES = 1024 * 1024;
 /** Room for the SQLite files, the secrets and a few small blobs. */
@@ -28,7 +29,7 @@ const MAX_WRITES_BEFORE_FULL = 5_000;
 /** How long a document may take to end once its storage is back (the worker's retry pauses). */
 const RECOVERY_DEADLINE_MS = 120_000;
 /** The whole test: a few steps of that deadline each, on a machine that may be loaded. */
-const TEST_TIMEOUT_MS = 10 * 60_000;
+const TEST_TIMEOUT_MS = scaledMs(10 * 60_000);
 /** pino's level numbers. */
 const LEVEL = { info: 30, warn: 40, error: 50 } as const;
 

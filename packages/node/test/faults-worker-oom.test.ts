@@ -14,6 +14,7 @@ import { pngWithMetadata } from './_fixtures.ts';
 import { createMemoryCgroup } from './_cgroup.ts';
 import { startTestServer } from './_server.ts';
 import type { TestServer } from './_server.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const MIB_BYTES = 1024 * 1024;
 /**
@@ -30,7 +31,7 @@ const backoffMs = (attempts: number): number => 2_000 * 4 ** (attempts - 1) + 1_
 /** How long each step may take on a loaded machine. */
 const DEADLINE_MS = 180_000;
 /** The whole test: a few steps of that deadline each, on a machine that may be loaded. */
-const TEST_TIMEOUT_MS = 10 * 60_000;
+const TEST_TIMEOUT_MS = scaledMs(10 * 60_000);
 /** pino's level numbers. */
 const LEVEL = { warn: 40 } as const;
 

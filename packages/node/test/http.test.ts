@@ -543,7 +543,7 @@ describe('sendResponse() through listen()', () => {
     } finally {
       agent.destroy();
     }
-  }, 10_000);
+  });
 });
 
 describe('listen()', () => {

@@ -25,12 +25,13 @@ import {
 import { pngWithMetadata, tempDir } from './_fixtures.ts';
 import { startTestServer } from './_server.ts';
 import type { TestServer } from './_server.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const HOUR_MS = 60 * 60 * 1000;
 const CREDIT_PENCE = 100;
 const PRICE_PENCE = 10;
 /** Processes to start and a document to clean on a small, shared machine. */
-const TEST_TIMEOUT_MS = 180_000;
+const TEST_TIMEOUT_MS = scaledMs(180_000);
 
 const running: TestServer[] = [];
 const folders: string[] = [];

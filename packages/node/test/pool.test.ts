@@ -21,6 +21,7 @@ import {
   writeTree,
   zipOf,
 } from './_fixtures.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const MISBEHAVING_WORKER = new URL('./fixtures/misbehaving-worker.ts', import.meta.url);
 const MIB_BYTES = 1024 * 1024;
@@ -224,7 +225,7 @@ describe('a worker that misbehaves', () => {
       () => {
         expect(pool.stats().busy).toBe(1);
       },
-      { timeout: 60_000, interval: 20 },
+      { timeout: scaledMs(60_000), interval: 20 },
     );
     const [pid] = pool.stats().pids;
     process.kill(pid ?? 0, 'SIGKILL');
@@ -264,7 +265,7 @@ describe('a worker that misbehaves', () => {
 });
 
 /** Workers compile the engine (tsx) and load sharp; on a busy machine that takes seconds. */
-const WORKER_START_WAIT = { timeout: 60_000, interval: 20 };
+const WORKER_START_WAIT = { timeout: scaledMs(60_000), interval: 20 };
 
 describe('aborting a job', () => {
   it('ends a queued job at once and a running one through the worker or by killing it', async () => {

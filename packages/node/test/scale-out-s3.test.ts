@@ -21,13 +21,14 @@ import { pngWithMetadata, tempDir } from './_fixtures.ts';
 import { adminOn, apiCommand, nodeDataDirs, s3EnvOf, workerCommand } from './_scale-out.ts';
 import { startTestServer, startTestWorker } from './_server.ts';
 import type { TestServer, TestWorker } from './_server.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 const PREFIX = 'blobs';
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** How long a document may take to finish on this small, shared machine. */
-const FINISH_TIMEOUT_MS = 120_000;
+const FINISH_TIMEOUT_MS = scaledMs(120_000);
 /** Four processes to start and a dozen documents, one of them waiting for a lapsed lease. */
-const TEST_TIMEOUT_MS = 240_000;
+const TEST_TIMEOUT_MS = scaledMs(240_000);
 /** Side of the slow document: a noise PNG that takes the engine about a second to rebuild. */
 const SLOW_IMAGE_SIDE_PX = 2_400;
 const CREDIT_PENCE = 1_000;

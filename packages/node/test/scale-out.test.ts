@@ -10,9 +10,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pngWithMetadata, tempDir } from './_fixtures.ts';
 import { CLI_PATH, runDisarm, startTestServer, TSX_LOADER } from './_server.ts';
 import type { TestServer } from './_server.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
-/** How long a worker node may take to start (tsx compiles the sources on first start). */
-const START_TIMEOUT_MS = 60_000;
+/**
+ * How long a worker node may take to start on a quiet machine (tsx compiles the sources on first
+ * start); scaled by the load when the wait starts.
+ */
+const QUIET_START_TIMEOUT_MS = 60_000;
 
 let cluster: TemporaryCluster | undefined;
 let databases = 0;
@@ -73,7 +77,7 @@ async function startWorkerNode(args: readonly string[]): Promise<WorkerNode> {
   const started = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`the worker did not start:\n${stderr}`));
-    }, START_TIMEOUT_MS);
+    }, scaledMs(QUIET_START_TIMEOUT_MS));
     child.stderr.on('data', () => {
       if (stderr.includes('disarm: worker processing documents')) {
         clearTimeout(timer);
@@ -400,7 +404,7 @@ describe('a worker killed with SIGKILL', () => {
     // The next worker's recovery finds the lapsed lease and processes the document again.
     await startWorkerNode([`--database=${database}`, `--data-dir=${dataDir}`, '--workers=1']);
     let status = 'processing';
-    const deadline = Date.now() + START_TIMEOUT_MS;
+    const deadline = Date.now() + scaledMs(QUIET_START_TIMEOUT_MS);
     while ((status === 'processing' || status === 'pending') && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       const response = await fetch(`${api.apiUrl}/v1/documents/${id}`, { headers });

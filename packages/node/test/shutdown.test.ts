@@ -17,6 +17,7 @@ import { buildOds, buildSvgDrawing } from '@disarm/fixtures';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { CLI_PATH, runDisarm, TSX_LOADER } from './_server.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
 
 /** A process as /proc shows it; `start` (clock ticks after boot) tells a reused pid apart. */
 interface ProcessInfo {
@@ -100,7 +101,7 @@ const SETTLE_MS = 30_000;
  * One case starts the server from source, starts LibreOffice and Chromium and stops them all:
  * about 25 s on a quiet machine, several times that on a loaded one.
  */
-const CASE_TIMEOUT_MS = 240_000;
+const CASE_TIMEOUT_MS = scaledMs(240_000);
 
 /** Resolves once `check` holds (looking every 100 ms), or after {@link SETTLE_MS}. */
 async function settle(check: () => boolean): Promise<void> {

@@ -9,10 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { buildImage } from '@disarm/fixtures';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { startTestServer } from './_server.ts';
 import type { TestServer } from './_server.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
+
+// These tests run for minutes on a busy machine: one hang guard for the file, scaled by the
+// machine's load when it starts, so that load makes them slower, never red.
+vi.setConfig({ testTimeout: scaledMs(90_000) });
 
 /** The multipart lane's ceiling on every plan (README "Plans, metering and usage": 100 MiB). */
 const MAX_FILE_SIZE_BYTES = 100 * 1024 * 1024;
@@ -134,7 +139,7 @@ let apiKey: string;
 beforeAll(async () => {
   server = await startTestServer({ args: ['--no-processing'] });
   ({ apiKey } = await server.createOrganisation('internal'));
-}, 90_000);
+});
 afterAll(async () => {
   await server.stop();
 });
@@ -178,7 +183,7 @@ describe('a multipart body just over the lane ceiling', () => {
       expect(problem.maxSizeBytes).toBe(MAX_FILE_SIZE_BYTES);
       expect(response.afterLastWriteMs).toBeLessThan(PROMPT_ANSWER_MS);
       // The temporary file goes with the refusal, not at the next sweep.
-      await expect.poll(() => intakeTempFiles(server), { timeout: 5000 }).toEqual([]);
+      await expect.poll(() => intakeTempFiles(server), { timeout: scaledMs(5_000) }).toEqual([]);
       await expect
         .poll(() =>
           server
@@ -188,7 +193,7 @@ describe('a multipart body just over the lane ceiling', () => {
             .map((line) => line.status),
         )
         .toEqual([413]);
-    }, 90_000);
+    });
   }
 
   it('still takes a file under the ceiling', async () => {
@@ -336,7 +341,7 @@ describe('file names long in UTF-8 work end to end (a name is data, never a path
   beforeAll(async () => {
     processing = await startTestServer();
     ({ apiKey: key } = await processing.createOrganisation('internal'));
-  }, 90_000);
+  });
   afterAll(async () => {
     await processing.stop();
   });
@@ -540,7 +545,7 @@ describe('usage headers of a sync document that failed', () => {
     processing = await startTestServer({
       args: ['--clamd', join(tmpdir(), `disarm-no-clamd-${process.pid}.sock`)],
     });
-  }, 90_000);
+  });
   afterAll(async () => {
     await processing.stop();
   });

@@ -19,7 +19,7 @@ import {
   unexpectedImageTags,
   withPngChunks,
 } from '@disarm/fixtures';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { parseCompoundFile } from '../../../_internal/cfb/read.ts';
 import { writeCompoundFile } from '../../../_internal/cfb/write.ts';
@@ -34,6 +34,11 @@ import { neutraliseFields } from './fields.ts';
 import { FC_LCB, fcLcb, parseFib } from './fib.ts';
 import { scanObjectPool } from './objects.ts';
 import { verifyWordBinary } from './verify.ts';
+import { scaledMs } from '@disarm/fixtures/time-budget';
+
+// These tests run for minutes on a busy machine: one hang guard for the file, scaled by the
+// machine's load when it starts, so that load makes them slower, never red.
+vi.setConfig({ testTimeout: scaledMs(300_000) });
 
 const TEXTS = ['Quarterly numbers are up', 'Second paragraph'];
 const TEMPLATE = '\\\\attacker.example\\share\\evil.dotm';
@@ -272,7 +277,7 @@ describe('Word 97-2003 rebuild', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 300_000);
+  });
 
   it('rebuilds inline, floating and preview pictures: nothing of theirs is copied', async () => {
     ensureExiftool();
@@ -317,7 +322,7 @@ describe('Word 97-2003 rebuild', () => {
     const again = cleaned(await disarm({ bytes: output, fileName: 'f.doc' }));
     expect(again.findings).toEqual([]);
     expect(Buffer.from(again.bytes).equals(output)).toBe(true);
-  }, 300_000);
+  });
 
   it("drops the path of an inline picture's file (MM_SHAPEFILE) and keeps the picture", async () => {
     const png = await buildImage('png', { width: 40, height: 30 });
@@ -389,7 +394,7 @@ describe('Word 97-2003 rebuild', () => {
       engineContext(),
     ).catch((caught: unknown) => caught);
     expect(error instanceof VerifyFailure && error.check).toBe('word.pictures');
-  }, 300_000);
+  });
 
   it('drops a picture that does not rebuild and keeps the document readable', async () => {
     const png = await buildImage('png', { width: 40, height: 30 });
@@ -414,7 +419,7 @@ describe('Word 97-2003 rebuild', () => {
     expect(drawn['out.doc']?.text).toBe(drawn['in.doc']?.text);
     expect(drawn['in.doc']?.images).toBe(1);
     expect(drawn['out.doc']?.images).toBe(0);
-  }, 300_000);
+  });
 
   it('rebuilds or rejects a document whose picture structures are damaged, never failing', async () => {
     const png = await buildImage('png', { width: 40, height: 30 });

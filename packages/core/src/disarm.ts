@@ -19,7 +19,6 @@ import { FINDING_KINDS } from './findings.ts';
 import type { FindingKind } from './findings.ts';
 import { extensionOf, formatForFileName, outputFileName } from './formats.ts';
 import type { FormatRow } from './formats.ts';
-import { locateAttachmentThreats } from './handlers/pdf/handler.ts';
 import { HANDLERS } from './handlers/registry.ts';
 import type {
   EngineContext,
@@ -504,6 +503,8 @@ async function locateThreats(
   try {
     const kind = sniff(source.read(0, SNIFF_WINDOW_BYTES));
     if ((kind === 'pdf' || kind === 'fdf') && format?.family === 'pdf') {
+      // The PDF family loads on use (see `handlers/registry.ts`).
+      const { locateAttachmentThreats } = await import('./handlers/pdf/handler.ts');
       return await locateAttachmentThreats({ source, fileName, format }, context);
     }
     await scanContents(source, fileName, context, (found, where) => {

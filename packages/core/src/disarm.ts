@@ -1,9 +1,8 @@
-import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 
 import { fileSink, memorySink } from './_internal/byte-sink.ts';
-import type { ByteSink } from './_internal/byte-sink.ts';
+import type { ByteSink, FileSink } from './_internal/byte-sink.ts';
 import { FileSource, memorySource, sameContent } from './_internal/byte-source.ts';
 import type { ByteSource } from './_internal/byte-source.ts';
 import { asBuffer } from './_internal/bytes.ts';
@@ -226,49 +225,51 @@ async function run(
 }
 
 /**
- * Where the cleaned file goes: returned in memory, or written to `outputPath` (by a family that
- * writes as it rebuilds, straight into the file).
+ * Where the cleaned file goes: returned in memory, or written to `outputPath`, a file created
+ * before any work (a family that writes as it rebuilds writes straight into it).
  */
 class OutputTarget {
-  readonly #path: string | undefined;
-  #sink: ReturnType<typeof fileSink> | undefined;
+  readonly #sink: FileSink | undefined;
   #written: FileSource | undefined;
 
+  /** @throws {TypeError} when `path` exists or cannot be created. */
   constructor(path: string | undefined) {
-    this.#path = path;
-  }
-
-  /** The sink a family rebuilt by range writes into: the file, or memory. */
-  sink(): ByteSink {
-    if (this.#path === undefined) return memorySink();
-    if (this.#sink !== undefined) throw new TypeError('the output file is written once');
-    this.#sink = fileSink(this.#path);
-    return this.#sink;
-  }
-
-  /** Makes sure `content` is in the output file; its path and size. */
-  async keep(content: ByteSource): Promise<{ path: string; sizeBytes: number }> {
-    const path = this.#path ?? '';
-    if (content instanceof FileSource && content.path === path) {
-      this.#written = content;
-      return { path, sizeBytes: content.length };
-    }
+    if (path === undefined) return;
     try {
-      await writeFile(path, content.bytes ?? (await content.readAll()), { flag: 'wx' });
+      this.#sink = fileSink(path);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException | undefined)?.code;
       throw new TypeError(
         code === 'EEXIST'
           ? `outputPath: ${path} already exists`
-          : `outputPath: cannot write ${path} (${code ?? 'unknown error'})`,
+          : `outputPath: cannot create ${path} (${code ?? 'unknown error'})`,
         { cause: error },
       );
     }
-    return { path, sizeBytes: content.length };
   }
 
-  /** Removes what was written of a file that is not released (never a file that was there). */
+  /** The sink a family rebuilt by range writes into: the file, or memory. */
+  sink(): ByteSink {
+    return this.#sink ?? memorySink();
+  }
+
+  /** Makes sure `content` is in the output file; its path and size. */
+  async keep(content: ByteSource): Promise<{ path: string; sizeBytes: number }> {
+    const sink = this.#sink;
+    if (sink === undefined) throw new TypeError('there is no output file');
+    if (!(content instanceof FileSource && content.path === sink.path)) {
+      // Rebuilt in memory: the bytes go to the file now.
+      await sink.write(content.bytes ?? (await content.readAll()));
+      content = await sink.finish();
+    }
+    this.#written = content instanceof FileSource ? content : undefined;
+    return { path: sink.path, sizeBytes: content.length };
+  }
+
+  /** Removes what was written of a file that is not released. */
   async discard(): Promise<void> {
+    this.#written?.close();
+    this.#written = undefined;
     await this.#sink?.discard().catch(() => undefined);
   }
 

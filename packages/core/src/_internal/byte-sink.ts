@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, openSync } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 
@@ -59,11 +59,14 @@ export interface FileSink extends ByteSink {
 }
 
 /**
- * A sink that writes a new file at `path`; the file must not exist (`wx`: an existing file is
- * never replaced). Its content is read back from disk by range, never loaded whole.
+ * A sink that writes a new file at `path`, created here: an existing file is never replaced (nor
+ * removed by {@link FileSink.discard}). Its content is read back from disk by range, never
+ * loaded whole.
+ * @throws {Error} the system's error (`EEXIST` for an existing path, `ENOENT` for a missing
+ *   folder) when the file cannot be created.
  */
 export function fileSink(path: string): FileSink {
-  const stream = createWriteStream(path, { flags: 'wx' });
+  const stream = createWriteStream(path, { fd: openSync(path, 'wx', 0o600) });
   // Errors surface on the next write or on finish; until then nothing listens.
   let failure: Error | undefined;
   stream.on('error', (error) => {

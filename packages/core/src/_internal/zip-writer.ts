@@ -239,8 +239,7 @@ export class ZipStreamWriter {
         forceDosTimestamp: true,
       });
     } else if (entry.compress) {
-      // yazl keeps this function for the life of the zip: it must not keep the data.
-      let data: Buffer | undefined = asBuffer(entry.bytes);
+      const data = asBuffer(entry.bytes);
       this.#zip.addReadStreamLazy(
         entry.path,
         {
@@ -251,9 +250,7 @@ export class ZipStreamWriter {
           size: data.length,
         },
         (callback) => {
-          const stream = Readable.from(data === undefined ? [] : [data]);
-          data = undefined;
-          callback(null, stream);
+          callback(null, Readable.from([data]));
         },
       );
     } else {

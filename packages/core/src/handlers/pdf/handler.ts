@@ -19,7 +19,7 @@ import { parseWithFileKey } from './decrypt.ts';
 import { assertNoEncryptedPayload } from './encrypted-payload.ts';
 import { emptyOwnerPasswordAccess } from './encryption.ts';
 import { disarmDocument, disarmFdf } from './disarm.ts';
-import { buildSkeleton, StreamRanges } from './source.ts';
+import { buildSkeleton, MIN_STREAM_LEFT_IN_SOURCE_BYTES, StreamRanges } from './source.ts';
 import { StreamBudget } from './streams.ts';
 import { verifyPdf } from './verify.ts';
 import { writePdf } from './write.ts';
@@ -48,7 +48,11 @@ export const pdfHandler: FormatHandler = {
   },
   verify: (output, input, context) =>
     verifyPdf({ ...output, content: memorySource(output.bytes) }, sourced(input), context),
-  sourced: { kinds: new Set(['pdf']), rebuild: rebuildPdf, verify: verifyPdf },
+  sourced: {
+    kinds: new Set(['pdf']),
+    rebuild: (input, context, sink) => rebuildPdf(input, context, sink),
+    verify: verifyPdf,
+  },
 };
 
 function sourced(input: DetectedFile): SourcedFile {
@@ -64,7 +68,7 @@ export async function locateAttachmentThreats(
   input: SourcedFile,
   context: EngineContext,
 ): Promise<ThreatReport> {
-  const parsed = await readPdf(input, context);
+  const parsed = await readPdf(input, context, MIN_STREAM_LEFT_IN_SOURCE_BYTES);
   return attachmentThreats(parsed.pdf, input, context, new StreamBudget(context, parsed.ranges));
 }
 
@@ -84,8 +88,12 @@ interface ParsedPdf {
  * Parses the PDF from its skeleton (see {@link buildSkeleton}), or from the whole file when the
  * parser read the skeleton otherwise than the scan did.
  */
-async function readPdf(input: SourcedFile, context: EngineContext): Promise<ParsedPdf> {
-  const skeleton = buildSkeleton(input.source);
+async function readPdf(
+  input: SourcedFile,
+  context: EngineContext,
+  minStreamBytes: number,
+): Promise<ParsedPdf> {
+  const skeleton = buildSkeleton(input.source, minStreamBytes);
   if (skeleton.ranges.count > 0) {
     try {
       const parsed = await parseBody(skeleton.bytes, skeleton.ranges, input, context);
@@ -138,12 +146,18 @@ function pdfBody(
   return { body, header, start };
 }
 
-async function rebuildPdf(
+/**
+ * Rebuilds a PDF read from `input.source` into `sink`; streams of at least `minStreamBytes` stay
+ * in the source while it is parsed (exported for the test that holds the output to a parse of
+ * the whole file: it must not depend on what stays).
+ */
+export async function rebuildPdf(
   input: SourcedFile,
   context: EngineContext,
   sink: ByteSink,
+  minStreamBytes = MIN_STREAM_LEFT_IN_SOURCE_BYTES,
 ): Promise<SourcedOutput> {
-  const parsed = await readPdf(input, context);
+  const parsed = await readPdf(input, context, minStreamBytes);
   const { pdf: pdfContext, header } = parsed;
   const findings = new FindingTally();
   findings.add('hidden-data', parsed.start > 0 ? 1 : 0);

@@ -38,6 +38,39 @@ function rssBytes(pid: number): number {
   return Number(match?.[1] ?? Number.NaN) * 1024;
 }
 
+const ENV_WORKER = new URL('./fixtures/env-worker.ts', import.meta.url);
+
+describe("a worker's allocator", () => {
+  /** The environment a new worker of a new pool starts with. */
+  async function workerEnvironment(): Promise<Record<string, string>> {
+    const pool = createWorkerPool({ size: 1, workerModule: ENV_WORKER, workerOutput: 'ignore' });
+    try {
+      const result = await pool.run({ inputPath: ENV_WORKER.pathname, fileName: 'env.png' });
+      if (result.status !== 'rejected') throw new Error(`unexpected ${result.status}`);
+      return JSON.parse(result.detail) as Record<string, string>;
+    } finally {
+      await pool.close();
+    }
+  }
+
+  it('gives large buffers back to the system, unless the environment says otherwise', async () => {
+    const saved = process.env.MALLOC_ARENA_MAX;
+    delete process.env.MALLOC_ARENA_MAX;
+    try {
+      expect(await workerEnvironment()).toEqual({
+        MALLOC_ARENA_MAX: '2',
+        MALLOC_MMAP_THRESHOLD_: String(MIB_BYTES),
+        VIPS_CONCURRENCY: '1',
+      });
+      process.env.MALLOC_ARENA_MAX = '4';
+      expect(await workerEnvironment()).toMatchObject({ MALLOC_ARENA_MAX: '4' });
+    } finally {
+      if (saved === undefined) delete process.env.MALLOC_ARENA_MAX;
+      else process.env.MALLOC_ARENA_MAX = saved;
+    }
+  });
+});
+
 describe.runIf(process.platform === 'linux')('large files, by worker and by API process', () => {
   let dir: string;
   let photos: string;

@@ -19,7 +19,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 import { memorySink } from './_internal/byte-sink.ts';
 import { FileSource } from './_internal/byte-source.ts';
-import type { ByteSource } from './_internal/byte-source.ts';
 import { disarm, disarmToFile } from './disarm.ts';
 import { isDisarmError } from './errors.ts';
 import { formatForFileName } from './formats.ts';
@@ -28,7 +27,7 @@ import type { EngineContext } from './handlers/types.ts';
 import type { FileOutcome, Outcome } from './outcome.ts';
 import { builtinScanner } from './scan/eicar.ts';
 import type { ScanFile, Scanner } from './scan/scanner.ts';
-import { engineContext } from './test-support.ts';
+import { CountingSource, engineContext } from './test-support.ts';
 
 let dir: string;
 /** Files on disk, by name, made once for every test. */
@@ -215,36 +214,6 @@ describe('scanners and a file on disk', () => {
     expect(outcome).toMatchObject({ status: 'rejected', reason: 'threat_detected' });
   });
 });
-
-/** A source that records its largest read and refuses to be read whole. */
-class CountingSource implements ByteSource {
-  readonly length: number;
-  readonly bytes = undefined;
-  largestRead = 0;
-  readonly #inner: ByteSource;
-
-  constructor(inner: ByteSource) {
-    this.#inner = inner;
-    this.length = inner.length;
-  }
-
-  read(offset: number, length: number): Uint8Array {
-    const bytes = this.#inner.read(offset, length);
-    this.largestRead = Math.max(this.largestRead, bytes.length);
-    return bytes;
-  }
-
-  async *chunks(start?: number, end?: number): AsyncGenerator<Uint8Array, void, undefined> {
-    for await (const chunk of this.#inner.chunks(start, end)) {
-      this.largestRead = Math.max(this.largestRead, chunk.length);
-      yield chunk;
-    }
-  }
-
-  readAll(): Promise<Uint8Array> {
-    return Promise.reject(new Error('read whole'));
-  }
-}
 
 describe('a zip on disk', () => {
   it('is read a member at a time, never whole', async () => {

@@ -19,9 +19,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 import { memorySink } from '../../_internal/byte-sink.ts';
 import { FileSource, memorySource } from '../../_internal/byte-source.ts';
-import type { ByteSource } from '../../_internal/byte-source.ts';
 import { formatForFileName } from '../../formats.ts';
-import { engineContext } from '../../test-support.ts';
+import { CountingSource, engineContext } from '../../test-support.ts';
 import type { SourcedFile } from '../types.ts';
 import { rebuildPdf } from './handler.ts';
 import { buildSkeleton, StreamRanges } from './source.ts';
@@ -221,36 +220,6 @@ describe('the skeleton of a PDF', () => {
     expect(skeleton.ranges.adopt(parsed)).toBe(false);
   });
 });
-
-/** A source that counts what is read of it and refuses to be read whole. */
-class CountingSource implements ByteSource {
-  readonly length: number;
-  readonly bytes = undefined;
-  largestRead = 0;
-  readonly #inner: ByteSource;
-
-  constructor(inner: ByteSource) {
-    this.#inner = inner;
-    this.length = inner.length;
-  }
-
-  read(offset: number, length: number): Uint8Array {
-    const bytes = this.#inner.read(offset, length);
-    this.largestRead = Math.max(this.largestRead, bytes.length);
-    return bytes;
-  }
-
-  async *chunks(start?: number, end?: number): AsyncGenerator<Uint8Array, void, undefined> {
-    for await (const chunk of this.#inner.chunks(start, end)) {
-      this.largestRead = Math.max(this.largestRead, chunk.length);
-      yield chunk;
-    }
-  }
-
-  readAll(): Promise<Uint8Array> {
-    return Promise.reject(new Error('read whole'));
-  }
-}
 
 describe('a PDF rebuilt from a source', () => {
   it('gives the same output whatever streams stay in the source while it is parsed', async () => {

@@ -166,12 +166,13 @@ export function sameContent(a: ByteSource, b: ByteSource): boolean {
 export async function sourceIncludes(source: ByteSource, text: string): Promise<boolean> {
   const needle = Buffer.from(text, 'latin1');
   if (source.bytes !== undefined) return asBuffer(source.bytes).includes(needle);
-  // Each chunk is searched with the end of the one before it, so a match across them is found.
-  let carry = Buffer.alloc(0);
+  // Each chunk is searched, and so is where it meets the one before, for a match across them.
+  let tail = Buffer.alloc(0);
   for await (const chunk of source.chunks()) {
-    const window = Buffer.concat([carry, chunk]);
-    if (window.includes(needle)) return true;
-    carry = window.subarray(Math.max(0, window.length - needle.length + 1));
+    const view = asBuffer(chunk);
+    const seam = Buffer.concat([tail, view.subarray(0, needle.length - 1)]);
+    if (seam.includes(needle) || view.includes(needle)) return true;
+    tail = Buffer.from(view.subarray(Math.max(0, view.length - needle.length + 1)));
   }
   return false;
 }

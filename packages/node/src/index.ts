@@ -7,6 +7,13 @@ export type { DisarmMetrics, MetricsSources } from './metrics/index.ts';
 export type { ManualClock } from './clock/index.ts';
 export { createDocumentEvents } from './events/index.ts';
 export {
+  createFailpoints,
+  FAILPOINT_ENV,
+  FAILPOINT_STEPS,
+  parseFailpoint,
+} from './failpoints/index.ts';
+export type { Failpoint, Failpoints, FailpointStep, WorkerFailpoint } from './failpoints/index.ts';
+export {
   createListener,
   DEFAULT_CLOSE_GRACE_MS,
   DEFAULT_HEADERS_TIMEOUT_MS,
@@ -60,7 +67,12 @@ export {
   renderersByFormat,
 } from './render/index.ts';
 export type { CreateRenderersOptions, RendererSelection } from './render/index.ts';
-export { createSweeper, SWEEP_BATCH_SIZE, SWEEP_INTERVAL_MS } from './retention/index.ts';
+export {
+  createSweeper,
+  ORPHAN_PAGE_SIZE,
+  SWEEP_BATCH_SIZE,
+  SWEEP_INTERVAL_MS,
+} from './retention/index.ts';
 export type { SweepReport, Sweeper, SweeperOptions } from './retention/index.ts';
 export {
   createEmbeddedDisarm,

@@ -20,6 +20,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import type { PlanName } from '@disarm/protocol';
 
+import type { FailpointStep } from '../src/index.ts';
+
 /** Entry of the `disarm` command, run from source. */
 export const CLI_PATH = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 /** The tsx loader, as a URL for `node --import`. */
@@ -61,6 +63,12 @@ export interface TestOrganisationOptions {
   readonly keyName?: string;
 }
 
+/** How a server or worker process ended. */
+export interface ProcessEnd {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
 /** What one CLI run printed and how it ended. */
 export interface CliRun {
   readonly code: number | null;
@@ -82,6 +90,12 @@ export interface TestServer {
   readonly pid: number;
   /** Moves the server's manual clock forward; resolves after a retention sweep at the new time. */
   advanceClock(milliseconds: number): Promise<Date>;
+  /** Arms a failpoint: the server kills itself the next time a document passes `step`. */
+  armFailpoint(step: FailpointStep): Promise<void>;
+  /** Resolves when the process has exited, with how (a failpoint ends it with `SIGKILL`). */
+  exited(): Promise<ProcessEnd>;
+  /** SIGKILL, as a host dying; keeps the data folder. */
+  kill(): Promise<void>;
   /** Creates an organisation on `plan` and one API key for it (through `disarm admin`). */
   createOrganisation(
     plan: PlanName,
@@ -185,6 +199,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     });
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ended = endOf(child);
 
   let ready: Record<string, unknown>;
   try {
@@ -207,6 +222,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     dataDir,
     pid: child.pid ?? 0,
     advanceClock: clock,
+    armFailpoint: failpointChannel(child),
+    exited: () => ended,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await ended;
+    },
     async createOrganisation(plan, organisation = {}) {
       const created = await admin(
         'org',
@@ -270,8 +291,14 @@ export interface TestWorker {
   readonly pid: number;
   /** Moves the worker's manual clock forward; resolves after its lease recovery and sweep. */
   advanceClock(milliseconds: number): Promise<Date>;
+  /** Arms a failpoint: the worker kills itself the next time a document passes `step`. */
+  armFailpoint(step: FailpointStep): Promise<void>;
+  /** Resolves when the process has exited, with how (a failpoint ends it with `SIGKILL`). */
+  exited(): Promise<ProcessEnd>;
   /** What the worker wrote to stderr so far. */
   stderr(): string;
+  /** The JSON log lines the worker wrote so far. */
+  logs(): Record<string, unknown>[];
   /** SIGKILL, as a host dying: no drain, no lease released. */
   kill(): Promise<void>;
   /** SIGTERM (drains), wait for exit. Resolves the exit code. */
@@ -294,11 +321,13 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
   const child = spawn(
     process.execPath,
     ['--import', TSX_LOADER, '--conditions=@disarm/source', CLI_PATH, ...args],
-    { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, ...options.env } },
+    { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: { ...process.env, ...options.env } },
   );
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const logLines = collectLogLines(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ended = endOf(child);
   const started = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`the worker did not start within ${START_TIMEOUT_MS} ms:\n${stderr}`));
@@ -324,7 +353,10 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
   return {
     pid: child.pid ?? 0,
     advanceClock: clockChannel(child),
+    armFailpoint: failpointChannel(child),
+    exited: () => ended,
     stderr: () => stderr,
+    logs: () => [...logLines],
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
@@ -344,37 +376,94 @@ export async function startTestWorker(options: TestWorkerOptions): Promise<TestW
   };
 }
 
+/** The JSON log lines `child` writes to stdout, as they arrive. */
+function collectLogLines(child: ChildProcess): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  let partial = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    partial += chunk;
+    const complete = partial.split('\n');
+    partial = complete.pop() ?? '';
+    for (const line of complete) {
+      if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+  });
+  return lines;
+}
+
 function optional(flag: string, value: number | undefined): string[] {
   return value === undefined ? [] : [`${flag}=${value}`];
 }
 
-/** `advanceClock()` over the server's IPC channel (test mode only). */
-function clockChannel(child: ChildProcess): (milliseconds: number) => Promise<Date> {
+/** How `child` ends. */
+function endOf(child: ChildProcess): Promise<ProcessEnd> {
+  return new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      resolve({ code, signal });
+    });
+  });
+}
+
+/** An answer of the server on its IPC channel. */
+interface IpcReply {
+  readonly type?: string;
+  readonly id?: number;
+  readonly now?: string;
+  readonly error?: string;
+}
+
+/**
+ * Requests over the server's IPC channel (test mode only): each message gets an `id`, and the
+ * promise settles with the server's message of type `replyType` bearing it, or rejects when the
+ * server exits first.
+ */
+function ipcChannel(
+  child: ChildProcess,
+  replyType: string,
+): (message: Readonly<Record<string, unknown>>) => Promise<IpcReply> {
   let nextId = 1;
   const waiting = new Map<
     number,
-    { resolve: (now: Date) => void; reject: (error: Error) => void }
+    { resolve: (reply: IpcReply) => void; reject: (error: Error) => void }
   >();
-  child.on('message', (message: { type?: string; id?: number; now?: string; error?: string }) => {
-    if (message.type !== 'disarm:clock' || message.id === undefined) return;
+  child.on('message', (message: IpcReply) => {
+    if (message.type !== replyType || message.id === undefined) return;
     const waiter = waiting.get(message.id);
     waiting.delete(message.id);
-    if (message.now !== undefined) waiter?.resolve(new Date(message.now));
-    else waiter?.reject(new Error(message.error ?? 'the clock did not move'));
+    waiter?.resolve(message);
   });
   child.once('exit', () => {
     for (const waiter of waiting.values()) waiter.reject(new Error('disarm serve exited'));
     waiting.clear();
   });
-  return (milliseconds) =>
+  return (message) =>
     new Promise((resolve, reject) => {
       const id = nextId++;
       waiting.set(id, { resolve, reject });
-      child.send({ type: 'disarm:advance-clock', id, milliseconds }, (error) => {
+      child.send({ ...message, id }, (error) => {
         if (error) {
           waiting.delete(id);
           reject(error);
         }
       });
     });
+}
+
+/** `armFailpoint()` over the server's IPC channel (test mode only). */
+function failpointChannel(child: ChildProcess): (step: FailpointStep) => Promise<void> {
+  const call = ipcChannel(child, 'disarm:failpoint-armed');
+  return async (step) => {
+    const reply = await call({ type: 'disarm:arm-failpoint', step });
+    if (reply.error !== undefined) throw new Error(reply.error);
+  };
+}
+
+/** `advanceClock()` over the server's IPC channel (test mode only). */
+function clockChannel(child: ChildProcess): (milliseconds: number) => Promise<Date> {
+  const call = ipcChannel(child, 'disarm:clock');
+  return async (milliseconds) => {
+    const reply = await call({ type: 'disarm:advance-clock', milliseconds });
+    if (reply.now === undefined) throw new Error(reply.error ?? 'the clock did not move');
+    return new Date(reply.now);
+  };
 }

@@ -277,6 +277,7 @@ describe('createDispatcher()', () => {
       get: (key) => local.get(key),
       stat: (key) => local.stat(key),
       delete: (key) => local.delete(key),
+      list: (prefix, options) => local.list(prefix, options),
       signedDownloadUrl: (key, options) => local.signedDownloadUrl(key, options),
       signedUploadUrl: (key, options) => local.signedUploadUrl(key, options),
     };

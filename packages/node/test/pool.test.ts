@@ -211,6 +211,35 @@ describe('a worker that misbehaves', () => {
     });
     await closeAndCheck(pool);
   });
+  it('is killed from outside with SIGKILL (the OOM killer): failed, marked interrupted, and replaced', async () => {
+    const pool = createWorkerPool({
+      size: 1,
+      workerModule: MISBEHAVING_WORKER,
+      workerOutput: 'ignore',
+    });
+    const running = pool.run({ inputPath: png, fileName: 'hang.png' });
+    await vi.waitFor(
+      () => {
+        expect(pool.stats().busy).toBe(1);
+      },
+      { timeout: 60_000, interval: 20 },
+    );
+    const [pid] = pool.stats().pids;
+    process.kill(pid ?? 0, 'SIGKILL');
+    // Nothing says the file is at fault: a service may run it again (the dispatcher does).
+    expect(await running).toEqual({
+      status: 'failed',
+      reason: 'internal_error',
+      detail: 'the worker process was killed from outside (signal SIGKILL: out of memory?)',
+      interrupted: true,
+    });
+    expect(await pool.run({ inputPath: png, fileName: 'photo.png' })).toMatchObject({
+      status: 'cleaned',
+    });
+    expect(pool.stats().restarts).toBe(1);
+    await closeAndCheck(pool);
+  });
+
   it('cannot start: queued jobs fail instead of the pool retrying forever', async () => {
     const pool = createWorkerPool({
       size: 2,

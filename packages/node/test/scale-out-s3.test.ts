@@ -3,8 +3,7 @@
  * `disarm serve --role=worker` processes on loopback, sharing one PostgreSQL database and one
  * S3-compatible bucket, with the commands and environment of `docker-compose.yml`.
  */
-import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, rm } from 'node:fs/promises';
 
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -19,7 +18,8 @@ import { startS3rver } from '../../s3/test/_servers.ts';
 import type { TestS3Server } from '../../s3/test/_servers.ts';
 import { LEASE_MS } from '../src/processing/create-dispatcher.ts';
 import { pngWithMetadata, tempDir } from './_fixtures.ts';
-import { runDisarm, startTestServer, startTestWorker } from './_server.ts';
+import { adminOn, apiCommand, nodeDataDirs, s3EnvOf, workerCommand } from './_scale-out.ts';
+import { startTestServer, startTestWorker } from './_server.ts';
 import type { TestServer, TestWorker } from './_server.ts';
 
 const PREFIX = 'blobs';
@@ -58,24 +58,9 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-/** `disarm serve` of an API node, as the `api` service of `docker-compose.yml` runs it. */
-function apiCommand(database: string, blobs: string): string[] {
-  return ['serve', '--role=api', `--database=${database}`, `--blobs=${blobs}`, '--no-demo'];
-}
-
-/** `disarm serve` of a worker node, as the `worker` service of `docker-compose.yml` runs it. */
-function workerCommand(database: string, blobs: string): string[] {
-  return ['serve', '--role=worker', `--database=${database}`, `--blobs=${blobs}`];
-}
-
 /** The SDK's standard environment, as `docker-compose.yml` gives every disarm service. */
 function s3Env(): Record<string, string> {
-  return {
-    AWS_ENDPOINT_URL_S3: bucket.endpoint,
-    AWS_ACCESS_KEY_ID: bucket.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: bucket.secretAccessKey,
-    AWS_REGION: 'us-east-1',
-  };
+  return s3EnvOf(bucket);
 }
 
 /** Every object key under the deployment's prefix. */
@@ -102,15 +87,7 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
       // The commands of docker-compose.yml; the harness adds only loopback ports, --test-mode and
       // one engine process per worker.
       // Each node has its own data folder but for `secrets/`, one volume in the compose file.
-      await mkdir(join(dataDir, 'secrets'), { mode: 0o700 });
-      let nodeCount = 0;
-      const nodeDataDir = async (): Promise<string> => {
-        nodeCount += 1;
-        const folder = join(dataDir, `node-${nodeCount}`);
-        await mkdir(folder);
-        await symlink(join(dataDir, 'secrets'), join(folder, 'secrets'));
-        return folder;
-      };
+      const nodeDataDir = await nodeDataDirs(dataDir);
       const startApi = async (): Promise<TestServer> => {
         const api = await startTestServer({
           dataDir: await nodeDataDir(),
@@ -129,11 +106,8 @@ describe('two API nodes and two workers on one PostgreSQL and one S3 bucket', ()
         nodes.push(worker);
         return worker;
       };
-      const admin = async (...args: string[]): Promise<Record<string, unknown>> => {
-        const run = await runDisarm(['admin', ...args, `--database=${database}`, '--json']);
-        expect(run.code, run.stderr).toBe(0);
-        return JSON.parse(run.stdout) as Record<string, unknown>;
-      };
+      const admin = (...args: string[]): Promise<Record<string, unknown>> =>
+        adminOn(database, ...args);
 
       // One after the other: the first migrates, the second finds the schema current.
       const apiA = await startApi();

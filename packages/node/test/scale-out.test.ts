@@ -130,7 +130,7 @@ describe('disarm migrate', () => {
     expect(first.code, first.stderr).toBe(0);
     const report = JSON.parse(first.stdout) as { database: string; applied: number[] };
     expect(report.database).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/scale_out_\d+$/);
-    expect(report.applied).toEqual([1, 2]);
+    expect(report.applied).toEqual([1, 2, 3, 4]);
     const again = await runDisarm(['migrate', `--database=${database}`], childEnv());
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/: the schema is up to date\n$/);

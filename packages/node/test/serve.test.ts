@@ -70,12 +70,13 @@ describe('startServer()', () => {
     await expect(fetch(`${server.storageUrl}/`)).rejects.toThrow();
   });
 
-  it('reports on /readyz which renderer draws each format returned as PDF', async () => {
+  it('reports on /readyz how its storage stands and which renderer draws each format returned as PDF', async () => {
     const server = await start({ dataDir: await tempDir(), renderers: ['builtin'] });
     const ready = await fetch(`${server.apiUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({
       status: 'ready',
+      checks: { database: 'ok', blobs: 'ok' },
       renderers: {
         ods: 'builtin',
         odp: 'builtin',

@@ -1,10 +1,13 @@
 import { join } from 'node:path';
 
-import { createLinkSigner, cryptoRandom, newId } from '@disarm/protocol';
-import type { BlobStore, Logger, StateStore, SweepItem } from '@disarm/protocol';
+import { createLinkSigner, cryptoRandom, newId, ORPHAN_BLOB_GRACE_MS } from '@disarm/protocol';
+import type { BlobStore, Logger, StateStore, SweepItem, UploadRecord } from '@disarm/protocol';
+import { createS3BlobStore, createS3ClientFromEnv } from '@disarm/s3';
 import { createSqliteStore } from '@disarm/sqlite';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
+import { startS3rver } from '../../s3/test/_servers.ts';
+import type { TestS3Server } from '../../s3/test/_servers.ts';
 import {
   createLocalBlobStore,
   createManualClock,
@@ -88,6 +91,29 @@ async function completedDocument(
   return id;
 }
 
+/** An upload created at `now`, nothing PUT yet (link 1 hour, window 24 hours). */
+function uploadRecord(
+  organisationId: string,
+  id: string,
+  blobKey: string,
+  now: Date,
+): UploadRecord {
+  return {
+    id,
+    organisationId,
+    fileName: 'big.pdf',
+    blobKey,
+    createdAt: now,
+    putExpiresAt: new Date(now.getTime() + HOUR_MS),
+    expiresAt: new Date(now.getTime() + 24 * HOUR_MS),
+    maxSizeBytes: 1000,
+    uploadedAt: null,
+    sizeBytes: null,
+    submittedAt: null,
+    documentId: null,
+  };
+}
+
 function recordingLogger(): Logger & {
   lines: { level: string; object: Record<string, unknown> }[];
 } {
@@ -113,7 +139,12 @@ describe('createSweeper()', () => {
     const sweeper = createSweeper({ store, blobs, clock, graceMs: GRACE_MS });
 
     // Processing is over: the intake bytes go at once, the outputs stay.
-    expect(await sweeper.sweep()).toEqual({ swept: 2, failed: 0, purgedIdempotencyKeys: 0 });
+    expect(await sweeper.sweep()).toEqual({
+      swept: 2,
+      failed: 0,
+      purgedIdempotencyKeys: 0,
+      orphans: 0,
+    });
     expect(await blobs.stat(`intake/${kept}`)).toBeUndefined();
     expect((await store.getDocument(org.id, kept))?.intakeKey).toBeNull();
     expect(await blobs.stat(`output/${kept}`)).toBeDefined();
@@ -147,20 +178,7 @@ describe('createSweeper()', () => {
     const id = newId('upl', cryptoRandom);
     const blobKey = `uploads/${org.id}/${id}`;
     const now = clock.now();
-    await store.createUpload({
-      id,
-      organisationId: org.id,
-      fileName: 'big.pdf',
-      blobKey,
-      createdAt: now,
-      putExpiresAt: new Date(now.getTime() + HOUR_MS),
-      expiresAt: new Date(now.getTime() + 24 * HOUR_MS),
-      maxSizeBytes: 1000,
-      uploadedAt: null,
-      sizeBytes: null,
-      submittedAt: null,
-      documentId: null,
-    });
+    await store.createUpload(uploadRecord(org.id, id, blobKey, now));
     await blobs.put(blobKey, bytes('large file'), { maxBytes: 1000 });
     await store.markUploaded(id, 10, now);
     const sweeper = createSweeper({ store, blobs, clock, graceMs: GRACE_MS });
@@ -240,6 +258,7 @@ describe('createSweeper()', () => {
       swept: SWEEP_BATCH_SIZE + 19,
       failed: 2,
       purgedIdempotencyKeys: 3,
+      orphans: 0,
     });
     expect(marked).not.toContain('doc_7');
     expect(logger.lines.filter((line) => line.level === 'error')).toHaveLength(2);
@@ -253,7 +272,12 @@ describe('createSweeper()', () => {
     });
     const logger = recordingLogger();
     const sweeper = createSweeper({ store, blobs, clock, graceMs: 0, logger });
-    expect(await sweeper.sweep()).toEqual({ swept: 0, failed: 0, purgedIdempotencyKeys: 0 });
+    expect(await sweeper.sweep()).toEqual({
+      swept: 0,
+      failed: 0,
+      purgedIdempotencyKeys: 0,
+      orphans: 0,
+    });
     expect(logger.lines.map((line) => line.level)).toEqual(['error', 'error']);
     expect(() => createSweeper({ store, blobs, clock, graceMs: -1 })).toThrow(TypeError);
     expect(() => createSweeper({ store, blobs, clock, graceMs: 0, intervalMs: 0 })).toThrow(
@@ -262,16 +286,142 @@ describe('createSweeper()', () => {
   });
 });
 
+describe('createSweeper(): blobs no row owns', () => {
+  let s3: TestS3Server;
+  beforeAll(async () => {
+    s3 = await startS3rver();
+  });
+  afterAll(async () => {
+    await s3.close();
+  });
+
+  /** The two blob stores the service runs on: the data folder and an S3 bucket. */
+  const blobStores: [string, (dir: string) => BlobStore][] = [
+    [
+      'the local folder',
+      (dir) =>
+        createLocalBlobStore({
+          directory: join(dir, 'blobs'),
+          signer: createLinkSigner(new Uint8Array(32), 'http://localhost:8081'),
+        }),
+    ],
+    [
+      'an S3 bucket',
+      (dir) =>
+        createS3BlobStore({
+          client: createS3ClientFromEnv({
+            AWS_ENDPOINT_URL_S3: s3.endpoint,
+            AWS_ACCESS_KEY_ID: s3.accessKeyId,
+            AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+          }),
+          bucket: s3.bucket,
+          // A prefix per test: every test sees an empty store.
+          prefix: dir.split('/').at(-1) ?? 'sweeper',
+        }),
+    ],
+  ];
+
+  it.each(blobStores)(
+    'deletes, on %s, what a crash left that no document or upload owns, once older than the grace',
+    async (_name, openBlobs) => {
+      const dir = await tempDir();
+      const store = createSqliteStore({ path: join(dir, 'state.sqlite') });
+      stores.push(store);
+      const blobs = openBlobs(dir);
+      // Close to the real time: the blobs' own times are real.
+      const clock = createManualClock(new Date());
+      const stack = { store, blobs, clock } as unknown as Stack;
+      const org = await store.createOrganisation(
+        { id: newId('org', cryptoRandom), name: 'Org', plan: 'starter' },
+        clock.now(),
+      );
+      // Owned: a cleaned file, a document in flight (its intake, and the output its worker
+      // writes), a staged upload waiting for its submission.
+      const completed = await completedDocument(stack, org.id);
+      const running = newId('doc', cryptoRandom);
+      await blobs.put(`intake/${running}`, bytes('submitted'), { maxBytes: 100 });
+      await store.acceptDocument(
+        {
+          id: running,
+          organisationId: org.id,
+          lane: 'raw',
+          fileName: 'a.png',
+          sizeBytes: 9,
+          intakeKey: `intake/${running}`,
+          deleteAfterDownload: false,
+          statusStyle202: false,
+        },
+        clock.now(),
+      );
+      expect((await store.leaseDocument('proc_test', clock.now(), 60_000))?.id).toBe(running);
+      await blobs.put(`output/${running}`, bytes('half'), { maxBytes: 100 });
+      const waiting = newId('upl', cryptoRandom);
+      await store.createUpload(uploadRecord(org.id, waiting, `uploads/${waiting}`, clock.now()));
+      await blobs.put(`uploads/${waiting}`, bytes('large'), { maxBytes: 100 });
+      // Orphans: an intake whose row never committed (killed in between), an output of an
+      // attempt that died before recording it, and bytes of an upload no row knows.
+      const orphans = [
+        `intake/${newId('doc', cryptoRandom)}`,
+        `output/${newId('doc', cryptoRandom)}`,
+        `uploads/${newId('upl', cryptoRandom)}`,
+      ];
+      for (const key of orphans) await blobs.put(key, bytes('left behind'), { maxBytes: 100 });
+      const owned = [
+        `intake/${running}`,
+        `output/${completed}`,
+        `output/${running}`,
+        `uploads/${waiting}`,
+      ].sort();
+
+      const logger = recordingLogger();
+      const sweeper = createSweeper({ store, blobs, clock, graceMs: GRACE_MS, logger });
+      // Younger than the grace: a live request may still be about to commit its row.
+      await sweeper.sweep();
+      expect(await keysOf(blobs)).toEqual([...owned, ...orphans].sort());
+
+      clock.advance(ORPHAN_BLOB_GRACE_MS + 1_000);
+      const report = await sweeper.sweep();
+      expect(await keysOf(blobs)).toEqual(owned);
+      expect(report.orphans).toBe(3);
+      expect(
+        logger.lines
+          .filter((line) => line.level === 'warn')
+          .map((line) => line.object.key)
+          .sort(),
+      ).toEqual([...orphans].sort());
+      expect((await sweeper.sweep()).orphans).toBe(0);
+    },
+  );
+});
+
+/** Every key under the service's prefixes, sorted. */
+async function keysOf(blobs: BlobStore): Promise<string[]> {
+  const keys: string[] = [];
+  for (const prefix of ['intake/', 'output/', 'uploads/']) {
+    const page = await blobs.list(prefix, {
+      modifiedBefore: new Date(Date.now() + 365 * 24 * HOUR_MS),
+      limit: 1_000,
+    });
+    keys.push(...page.blobs.map((blob) => blob.key));
+  }
+  return keys.sort();
+}
+
 /** A store answering only the sweeper's calls. */
 function fakeStore(methods: Partial<StateStore>): StateStore {
   return {
     listSweepable: () => Promise.resolve([]),
     markSwept: () => Promise.resolve(),
     purgeIdempotencyKeys: () => Promise.resolve(0),
+    ownedBlobKeys: (keys) => Promise.resolve([...keys]),
     ...methods,
   } as StateStore;
 }
 
 function fakeBlobs(methods: Partial<BlobStore>): BlobStore {
-  return { delete: () => Promise.resolve(), ...methods } as BlobStore;
+  return {
+    delete: () => Promise.resolve(),
+    list: () => Promise.resolve({ blobs: [], next: undefined }),
+    ...methods,
+  } as BlobStore;
 }

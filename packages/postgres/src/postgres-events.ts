@@ -1,6 +1,7 @@
 import type { DocumentEvents } from '@disarm/protocol';
 import pg from 'pg';
 
+import { toStoreError } from './_internal/pool.ts';
 import { DEFAULT_SCHEMA } from './postgres-store.ts';
 
 /** First pause before the listener reconnects; doubled up to {@link MAX_RECONNECT_DELAY_MS}. */
@@ -26,7 +27,10 @@ export interface PostgresDocumentEventsOptions {
    * `@disarm/node`); notifications from every node are delivered into it.
    */
   readonly local: DocumentEvents;
-  /** Hears a lost listener connection (it is reconnected) or a notification that failed. */
+  /**
+   * Hears a lost listener connection (it is reconnected) or a notification that failed; while the
+   * database is out of reach, as `StorageUnavailableError` (`@disarm/protocol`).
+   */
   readonly onError?: (error: Error) => void;
 }
 
@@ -69,7 +73,7 @@ export async function createPostgresDocumentEvents(
   const finishedChannel = `${schema}_finished`;
   const { local } = options;
   const report = (error: unknown): void => {
-    options.onError?.(toError(error));
+    options.onError?.(toError(toStoreError(error)));
   };
   const notifier = new pg.Pool({
     connectionString: options.connectionString,

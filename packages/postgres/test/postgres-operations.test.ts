@@ -104,11 +104,11 @@ describe('migrations', () => {
     ]);
     const applied = await Promise.all(nodes.map((node) => node.migrate()));
     // One node applied the schema; the others waited on the advisory lock and found it done.
-    expect(applied.filter((versions) => versions.length > 0)).toEqual([[1, 2]]);
+    expect(applied.filter((versions) => versions.length > 0)).toEqual([[1, 2, 3, 4]]);
     const { rows } = await sql().query<{ version: number }>(
       `SELECT version FROM ${schema}.schema_migrations ORDER BY version`,
     );
-    expect(rows.map((row) => row.version)).toEqual([1, 2]);
+    expect(rows.map((row) => row.version)).toEqual([1, 2, 3, 4]);
     expect(await nodes[0].migrate()).toEqual([]);
   });
 
@@ -207,6 +207,24 @@ describe('indexes', () => {
         `SELECT id FROM uploads WHERE submitted_at IS NULL AND blob_removed_at IS NULL AND expires_at <= $1 ORDER BY expires_at, id LIMIT 10`,
         [T0],
         'uploads_expiry_sweep',
+      ],
+      [
+        'blob ownership: documents',
+        'SELECT * FROM documents WHERE id = ANY($1) OR intake_key = ANY($2) OR output_blob_key = ANY($2)',
+        [['d'], ['intake/d']],
+        'documents_intake_key',
+      ],
+      [
+        'blob ownership: documents by output',
+        'SELECT * FROM documents WHERE id = ANY($1) OR intake_key = ANY($2) OR output_blob_key = ANY($2)',
+        [['d'], ['output/d']],
+        'documents_output_key',
+      ],
+      [
+        'blob ownership: uploads',
+        'SELECT blob_key, submitted_at, blob_removed_at FROM uploads WHERE blob_key = ANY($1)',
+        [['uploads/u']],
+        'uploads_blob_key',
       ],
       [
         'API keys of an organisation',

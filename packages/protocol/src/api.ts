@@ -13,11 +13,12 @@ import { createApiKeyCache } from './auth/api-key-cache.ts';
 import { authenticate, bearerChallenge, isAuthFailure } from './auth/authenticate.ts';
 import type { BearerVerifier } from './auth/principal.ts';
 import type { ApiObserver, DisarmApiConfig, DisarmApiPorts, Logger } from './config.ts';
-import { cryptoRandom } from './domain/ids.ts';
+import { cryptoRandom, randomBase32 } from './domain/ids.ts';
 import {
   deleteDocument,
   downloadDocument,
   getDocument,
+  resumeSubmission,
   submitDocument,
 } from './documents/routes.ts';
 import { resolveSettings } from './http/context.ts';
@@ -34,7 +35,9 @@ import { addResponseHeaders } from './http/response-headers.ts';
 import { compilePattern } from './http/router.ts';
 import type { CompiledPattern } from './http/router.ts';
 import { ValidationError } from './http/validation.ts';
-import { createUpload } from './uploads/routes.ts';
+import { unavailableProblem } from './http/unavailable.ts';
+import { StorageUnavailableError } from './ports.ts';
+import { createUpload, resumeUpload } from './uploads/routes.ts';
 import { idempotencyMiddleware } from './idempotency/middleware.ts';
 import { rateLimitMiddleware } from './limits/rate-limit.ts';
 import { publicRoutes } from './public-routes.ts';
@@ -61,6 +64,12 @@ export interface RouteOptions {
   readonly rateLimit?: 'submission' | 'status';
   /** Honours `Idempotency-Key`. */
   readonly idempotent?: boolean;
+  /**
+   * On an idempotent route: answers a retry whose first request created `resourceId` (recorded
+   * on the key with it) but died before its response was stored — for that resource, never by
+   * creating another. Without it such a retry gets 409 until the key expires.
+   */
+  readonly resume?: (context: RequestContext, resourceId: string) => Promise<Response>;
 }
 
 /** One path and the methods it answers. */
@@ -99,7 +108,13 @@ function apiRoutes(testMode: boolean): RouteDefinition[] {
     { pattern: '/v1/account', methods: { GET: authed(getAccount, { rateLimit: 'status' }) } },
     {
       pattern: '/v1/documents',
-      methods: { POST: authed(submitDocument, { rateLimit: 'submission', idempotent: true }) },
+      methods: {
+        POST: authed(submitDocument, {
+          rateLimit: 'submission',
+          idempotent: true,
+          resume: resumeSubmission,
+        }),
+      },
     },
     {
       pattern: '/v1/documents/:id',
@@ -114,7 +129,13 @@ function apiRoutes(testMode: boolean): RouteDefinition[] {
     },
     {
       pattern: '/v1/uploads',
-      methods: { POST: authed(createUpload, { rateLimit: 'submission', idempotent: true }) },
+      methods: {
+        POST: authed(createUpload, {
+          rateLimit: 'submission',
+          idempotent: true,
+          resume: resumeUpload,
+        }),
+      },
     },
     {
       pattern: '/v1/admin/organisations',
@@ -153,17 +174,23 @@ export function createDisarmApi(
 ): DisarmApi {
   const settings = resolveSettings(config);
   const closing = new AbortController();
+  const random = ports.random ?? cryptoRandom;
   const api: ApiContext = {
     store: ports.store,
     blobs: ports.blobs,
     events: ports.events,
     clock: ports.clock,
-    random: ports.random ?? cryptoRandom,
+    random,
     logger: ports.logger ?? NO_LOGGER,
     observer: ports.observer ?? NO_OBSERVER,
     settings,
     apiKeys: createApiKeyCache(),
     closing: closing.signal,
+    processIdentity: ports.processIdentity ?? {
+      // Unique to this API: its claims are freed by their lease alone.
+      id: `api_${randomBase32(random, 20)}`,
+      isGone: () => Promise.resolve(false),
+    },
   };
   // OAuth (config.oauth): the token endpoint, the JWKS, client and signing-key admin routes, and
   // the verifier of access tokens (ours and an external issuer's).
@@ -276,6 +303,12 @@ export function createDisarmApi(
         instance,
         extensions: { errors: error.errors },
       });
+    }
+    if (error instanceof StorageUnavailableError) {
+      // Not our code's fault and not the caller's: 503 with Retry-After. The outage itself is
+      // logged once where it starts and ends (by whoever watches the stores), not per request.
+      api.logger.debug?.({ err: error, path, requestId }, 'request refused: storage unavailable');
+      return problem('ServiceUnavailable', { instance, ...unavailableProblem(error) });
     }
     api.logger.error({ err: error, path, requestId }, 'request failed');
     return problem('InternalError', {

@@ -1,6 +1,13 @@
 import type { OAuthConfig } from './oauth/config.ts';
 import type { PlanType } from './domain/plans.ts';
-import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from './ports.ts';
+import type {
+  BlobStore,
+  Clock,
+  DocumentEvents,
+  ProcessIdentity,
+  Random,
+  StateStore,
+} from './ports.ts';
 
 /** Structured logger the API writes to (pino-compatible subset). Never given secrets. */
 export interface Logger {
@@ -56,7 +63,23 @@ export interface DisarmApiPorts {
   readonly logger?: Logger;
   /** Default: nothing observes the API. */
   readonly observer?: ApiObserver;
+  /**
+   * Tells whether the process that holds an `Idempotency-Key` claim is gone, so a retry after a
+   * crash takes the key over at once instead of when the claim's lease lapses.
+   * @default a random id per API; no process is ever known gone (the lease alone bounds a claim)
+   */
+  readonly processIdentity?: ProcessIdentity;
 }
+
+/**
+ * The steps of a submission where a test-mode process can be made to crash
+ * (`DISARM_FAILPOINT`, README "Crash safety"): `intake-partial` once some bytes of a multipart or
+ * raw body are in the intake blob, `intake-stored` once the intake blob is stored and before the
+ * document row, `document-accepted` once the row is committed and before the response, and
+ * `upload-created` once a staged upload's row is committed and before the response.
+ */
+export type ApiFailpoint =
+  'intake-partial' | 'intake-stored' | 'document-accepted' | 'upload-created';
 
 /** A static file of the interactive reference (`/docs`), served by the process itself. */
 export interface DocsAsset {
@@ -74,6 +97,13 @@ export interface Readiness {
    * process does not convert.
    */
   readonly renderers?: Readonly<Record<string, string>>;
+  /**
+   * What readiness depends on and how each stands, reported as `checks`, e.g.
+   * `{ "database": "unreachable", "blobs": "ok" }`: it tells an operator which dependency holds
+   * the process out of rotation (or, for one that does not, what is degraded). Absent when
+   * nothing is reported.
+   */
+  readonly checks?: Readonly<Record<string, string>>;
 }
 
 /** How the API is configured. */
@@ -134,4 +164,10 @@ export interface DisarmApiConfig {
    * @default none
    */
   readonly oauth?: OAuthConfig;
+  /**
+   * Test mode only: called as a submission passes each {@link ApiFailpoint}; the test harness's
+   * hook ends the process at the step it was armed with, to prove what a crash there leaves.
+   * **Never in production.** @default none
+   */
+  readonly failpoint?: (step: ApiFailpoint) => void;
 }

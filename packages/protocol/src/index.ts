@@ -17,6 +17,7 @@ export { bufferedBodyOf, bufferedResponse } from './http/buffered-response.ts';
 export type { BufferedResponseInit } from './http/buffered-response.ts';
 export type {
   AcceptedSample,
+  ApiFailpoint,
   ApiObserver,
   DisarmApiConfig,
   DisarmApiPorts,
@@ -29,6 +30,8 @@ export { MAX_REQUEST_ID_CHARS, REQUEST_ID_HEADER } from './http/request-id.ts';
 export { contentDisposition, createStorageApi, UPLOAD_CONTENT_TYPE } from './storage/api.ts';
 export {
   assertBlobKey,
+  assertBlobKeyPrefix,
+  assertBlobListOptions,
   isBlobKey,
   MAX_BLOB_KEY_CHARS,
   MAX_BLOB_KEY_SEGMENTS,
@@ -36,22 +39,34 @@ export {
 export type { StorageApiOptions } from './storage/api.ts';
 export { createLinkSigner, STORAGE_PATH_PREFIX } from './storage/signer.ts';
 export type { LinkClaims, LinkRefusal, LinkSigner } from './storage/signer.ts';
-export { BlobDigestMismatchError, BlobTooLargeError } from './ports.ts';
+export {
+  BlobDigestMismatchError,
+  BlobTooLargeError,
+  MAX_BLOB_LIST_LIMIT,
+  StorageUnavailableError,
+} from './ports.ts';
 export type {
   AcceptResult,
+  BlobListOptions,
+  BlobListPage,
   BlobStore,
   Clock,
   DeleteFileResult,
   DocumentEvents,
   DocumentResult,
   IdempotencyClaim,
+  IdempotencyClaimRequest,
+  IdempotencyCompletion,
+  IdempotencyHold,
   IdempotencyRecord,
+  ListedBlob,
   NewDocument,
   NewOrganisation,
   OAuthClientChange,
   OAuthClientRecord,
   OrganisationPatch,
   PlanTermsOverride,
+  ProcessIdentity,
   QueueStats,
   Random,
   SignedUpload,
@@ -60,6 +75,7 @@ export type {
   StoredResponse,
   SubmitRefusal,
   SweepItem,
+  UnavailableStorage,
 } from './ports.ts';
 export { isPlanName, MAX_FILE_SIZE_BYTES, PLANS } from './domain/plans.ts';
 export type { PlanName, PlanTerms, PlanType } from './domain/plans.ts';
@@ -100,6 +116,31 @@ export {
   RETRY_BACKOFF_MAX_MS,
   retryBackoffMs,
 } from './domain/processing.ts';
+export {
+  claimHeldUntil,
+  decideClaim,
+  holdsClaim,
+  IDEMPOTENCY_LEASE_MS,
+  IDEMPOTENCY_RENEW_INTERVAL_MS,
+  IDEMPOTENCY_WINDOW_MS,
+  isClaimHeld,
+  releaseOf,
+} from './domain/idempotency.ts';
+export type { ClaimDecision } from './domain/idempotency.ts';
+export {
+  assertOwnershipKeys,
+  BLOB_KEY_PREFIXES,
+  blobKeyOwnedByUpload,
+  blobKeysOwnedBy,
+  documentIdsNamedBy,
+  intakeKeyOf,
+  MAX_OWNERSHIP_KEYS,
+  ORPHAN_BLOB_GRACE_MS,
+  outputKeyOf,
+  ownedBlobKeys,
+  uploadKeyOf,
+} from './domain/blob-ownership.ts';
+export type { UploadBlobState } from './domain/blob-ownership.ts';
 export { cryptoRandom, newId } from './domain/ids.ts';
 export type { IdKind } from './domain/ids.ts';
 export { API_KEY_PREFIX, generateApiKey, hashApiKey, isWellFormedApiKey } from './auth/api-keys.ts';

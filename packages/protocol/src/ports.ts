@@ -69,6 +69,12 @@ export interface NewDocument {
    * its `fileName`, `intakeKey` and `sizeBytes` from the upload; the values given here are ignored.
    */
   readonly uploadId?: string;
+  /**
+   * The `Idempotency-Key` claim the submission runs under: checked to be still this request's and
+   * given the document's id, in the same transaction (`holdsClaim`). When a retry has taken the
+   * claim over, nothing is created or charged (`claim_lost`).
+   */
+  readonly idempotency?: IdempotencyCompletion;
 }
 
 /** Why an organisation cannot submit right now. */
@@ -92,7 +98,9 @@ export type AcceptResult =
       readonly organisation: Organisation;
     }
   | SubmitRefusal
-  | UploadRefusal;
+  | UploadRefusal
+  /** The submission's `Idempotency-Key` claim is no longer its own: nothing was created. */
+  | { readonly kind: 'claim_lost' };
 
 /** How processing ended, as the worker reports it. */
 export type DocumentResult =
@@ -146,13 +154,63 @@ export interface IdempotencyRecord {
   readonly key: string;
   /** Route the key was first used on, e.g. `POST /v1/documents`. */
   readonly endpoint: string;
-  /** SHA-256 of the request (method, path, query, relevant headers and body). */
+  /**
+   * The request's fingerprint (`RequestFingerprint`): `''` until the body has been read, then
+   * recorded with the document or upload it created, or with the response.
+   */
   readonly requestHash: string;
   readonly state: 'in_flight' | 'completed';
   readonly createdAt: Date;
   readonly expiresAt: Date;
   /** The first response, replayed byte for byte. */
   readonly response: StoredResponse | null;
+  /**
+   * The request holding the claim (a token unique to it), compared on every later write of the
+   * claim; `null` on records written before claims had owners.
+   */
+  readonly owner: string | null;
+  /** The process running that request (`ProcessIdentity.id`), to tell when it is gone. */
+  readonly ownerProcess: string | null;
+  /** The claim's lease: renewed while the request runs; past it the key is free (`isClaimHeld`). */
+  readonly heldUntil: Date | null;
+  /**
+   * The document (`POST /v1/documents`) or upload (`POST /v1/uploads`) the request created,
+   * recorded in the transaction that created it: a retry finding it without a response answers
+   * for that resource instead of creating another.
+   */
+  readonly resourceId: string | null;
+}
+
+/** A claim on an `Idempotency-Key`, as the request holding it names it. */
+export interface IdempotencyHold {
+  readonly organisationId: string;
+  readonly key: string;
+  /** The holding request's token ({@link IdempotencyRecord.owner}). */
+  readonly owner: string;
+}
+
+/** A claim and the fingerprint of its request, recorded with what the request created. */
+export interface IdempotencyCompletion extends IdempotencyHold {
+  readonly requestHash: string;
+}
+
+/** Input of {@link StateStore.claimIdempotencyKey}. */
+export interface IdempotencyClaimRequest {
+  readonly organisationId: string;
+  readonly key: string;
+  /** The route, e.g. `POST /v1/documents`. */
+  readonly endpoint: string;
+  /** A token unique to the claiming request. */
+  readonly owner: string;
+  /** The identity of the process running it (`ProcessIdentity.id`). */
+  readonly ownerProcess: string;
+  /** Now: the claim's creation time, and the start of its lease. */
+  readonly at: Date;
+  /**
+   * The owner of an in-flight claim whose process the caller found gone
+   * (`ProcessIdentity.isGone`): that claim is taken over even though its lease still runs.
+   */
+  readonly replacing?: string;
 }
 
 /** A response kept for idempotent replay. */
@@ -162,9 +220,30 @@ export interface StoredResponse {
   readonly body: Uint8Array;
 }
 
-/** Result of {@link StateStore.claimIdempotencyKey}. */
+/**
+ * Result of {@link StateStore.claimIdempotencyKey}: the key is this request's now (`record` is the
+ * claim as stored, with the first request's `resourceId` and `requestHash` when it was taken
+ * over), or another request's record answers it.
+ */
 export type IdempotencyClaim =
-  { readonly kind: 'claimed' } | { readonly kind: 'existing'; readonly record: IdempotencyRecord };
+  | { readonly kind: 'claimed'; readonly record: IdempotencyRecord }
+  | { readonly kind: 'existing'; readonly record: IdempotencyRecord };
+
+/**
+ * Who runs this process, so that a claim left by a process that died is freed at once instead of
+ * when its lease lapses. Embedded default: hostname, boot id, pid namespace, pid and the
+ * process's start time, checked through `/proc` (`@disarm/node`).
+ */
+export interface ProcessIdentity {
+  /** This process's identity, recorded with every claim it makes. At most 512 characters. */
+  readonly id: string;
+  /**
+   * True only when the process `id` names is known to have ended (on this host: its pid is gone
+   * or now belongs to another process). `false` when it cannot tell (another host): the claim's
+   * lease then bounds how long it holds.
+   */
+  isGone(id: string): Promise<boolean>;
+}
 
 /** An OAuth 2.0 client (client credentials grant); the secret is stored only as a hash. */
 export interface OAuthClientRecord {
@@ -222,6 +301,9 @@ export type OAuthClientChange =
  * rules what follows (`rollBillingPeriod`, `decideAcceptance`, `submitRefusal`, `endDocument`,
  * `refundFailure`, `lapsedLeaseOutcome`, `deletionOf`, `patchOrganisation`, …, all exported by
  * this package) and writes their answer, so every store bills, refuses and retains alike.
+ *
+ * An operation that fails because the database cannot be reached or cannot write (after the
+ * store's own retries) throws {@link StorageUnavailableError}, with nothing of it applied.
  */
 export interface StateStore {
   // Organisations
@@ -287,7 +369,12 @@ export interface StateStore {
   queueStats(): Promise<QueueStats>;
 
   // Uploads
-  createUpload(record: UploadRecord): Promise<void>;
+  /**
+   * Creates the upload. With `idempotency`, only while that claim is still the request's
+   * (`holdsClaim`), recording the upload's id on it in the same transaction.
+   * @returns false when the claim was lost: nothing was created.
+   */
+  createUpload(record: UploadRecord, idempotency?: IdempotencyCompletion): Promise<boolean>;
   getUpload(organisationId: string, id: string): Promise<UploadRecord | undefined>;
   /** Storage side (no organisation: the signed link is the authority). */
   getUploadById(id: string): Promise<UploadRecord | undefined>;
@@ -303,6 +390,13 @@ export interface StateStore {
   listSweepable(at: Date, graceMs: number, limit: number): Promise<SweepItem[]>;
   /** Records that the sweeper removed the blob of `item` (sets `deletedAt` after a downloaded one). */
   markSwept(item: SweepItem, at: Date): Promise<void>;
+  /**
+   * Of `keys` (at most `MAX_OWNERSHIP_KEYS`), those a document or upload still owns
+   * (`ownedBlobKeys`): intakes not yet deleted, the output key of a document in flight, cleaned
+   * files not yet removed, staged uploads not submitted nor swept. The orphan sweep deletes the
+   * others once they are older than `ORPHAN_BLOB_GRACE_MS`.
+   */
+  ownedBlobKeys(keys: readonly string[]): Promise<string[]>;
 
   // Rate limits (fixed one-minute windows, shared by every process)
   /** Counts one request in `bucket` for the window starting at `windowStart`; returns the count. */
@@ -310,24 +404,32 @@ export interface StateStore {
 
   // Idempotency
   /**
-   * Atomically claims `(organisationId, key)` for this request, or returns the existing record.
-   * `record.createdAt` is the current time: a record past its `expiresAt` counts as absent.
+   * Atomically claims `(organisationId, key)` for this request, or returns the record that
+   * answers it, as `decideClaim` says: a record past its `expiresAt` counts as absent, and an
+   * in-flight claim whose lease lapsed (or whose owner is `request.replacing`) is taken over.
    */
-  claimIdempotencyKey(
-    record: Omit<IdempotencyRecord, 'state' | 'response'>,
-  ): Promise<IdempotencyClaim>;
+  claimIdempotencyKey(request: IdempotencyClaimRequest): Promise<IdempotencyClaim>;
   /**
-   * Stores the response of a claimed key and the fingerprint of its request (known only once
-   * the body has been read), for replays and for telling a different request apart.
+   * Extends the lease of a claim `hold.owner` still holds (`claimHeldUntil(at)`).
+   * @returns false when the claim is no longer that request's.
+   */
+  renewIdempotencyKey(hold: IdempotencyHold, at: Date): Promise<boolean>;
+  /**
+   * Stores the response of a claim `hold.owner` still holds, and the fingerprint of its request,
+   * for replays and for telling a different request apart.
+   * @returns false when the claim is no longer that request's (a retry answers for it).
    */
   completeIdempotencyKey(
-    organisationId: string,
-    key: string,
+    hold: IdempotencyHold,
     response: StoredResponse,
     requestHash: string,
-  ): Promise<void>;
-  /** Releases a claim whose request was refused before any work (so a corrected retry can pass). */
-  releaseIdempotencyKey(organisationId: string, key: string): Promise<void>;
+  ): Promise<boolean>;
+  /**
+   * Gives up a claim `hold.owner` holds without a response to keep (`releaseOf`): removed when it
+   * created nothing (so a corrected retry can pass), else its lease ends so the next retry
+   * answers for what it created.
+   */
+  releaseIdempotencyKey(hold: IdempotencyHold): Promise<void>;
   /** Removes expired records. */
   purgeIdempotencyKeys(at: Date): Promise<number>;
 
@@ -353,6 +455,45 @@ export interface StateStore {
   close(): Promise<void>;
 }
 
+// ─── Storage faults ─────────────────────────────────────────────────────────────────────────
+
+/** Which storage a {@link StorageUnavailableError} is about. */
+export type UnavailableStorage = 'state-store' | 'blob-store';
+
+/**
+ * Thrown by a {@link StateStore} or {@link BlobStore} operation when the storage cannot do its
+ * work right now, through no fault of the request: the database cannot be reached or cannot
+ * write (connection refused or lost after the store's own retries, its disk full), the blob
+ * folder's disk is full or over quota or failing (`ENOSPC`, `EDQUOT`, `EIO`), the bucket answers
+ * 5xx (`SlowDown`, `InternalError`) or cannot be reached.
+ *
+ * The operation did not complete and left nothing half-done (a `put` keeps no partial blob; a
+ * transaction is all or nothing), so it may simply be asked again later. (Should a database take
+ * a commit whose answer is then lost with its connection, a store looks for its own row where
+ * it can, as `acceptDocument` and `finishDocument` do; every operation tolerates being asked
+ * again.) The API answers it with 503 `ServiceUnavailable` and `Retry-After`, never 500, and a
+ * worker keeps the document it holds instead of failing it: a full disk is not the file's fault.
+ * Any other error a store throws is a fault of its own (an opaque 500).
+ */
+export class StorageUnavailableError extends Error {
+  /**
+   * @param storage which storage could not do its work.
+   * @param reason what it said, for the logs (never shown to a caller), e.g. `ENOSPC`,
+   *   `ECONNREFUSED`, `SQLITE_FULL`, `SlowDown`.
+   */
+  constructor(
+    readonly storage: UnavailableStorage,
+    readonly reason: string,
+    options?: { readonly cause?: unknown },
+  ) {
+    super(
+      `${storage === 'state-store' ? 'the state store' : 'the blob store'} is unavailable: ${reason}`,
+      options,
+    );
+    this.name = 'StorageUnavailableError';
+  }
+}
+
 // ─── Blob store ─────────────────────────────────────────────────────────────────────────────
 
 /** Thrown by {@link BlobStore.put} when the body passes `maxBytes` (nothing is kept). */
@@ -371,6 +512,33 @@ export class BlobDigestMismatchError extends Error {
   }
 }
 
+/** Most keys one {@link BlobStore.list} page looks at (S3's own page size). */
+export const MAX_BLOB_LIST_LIMIT = 1_000;
+
+/** Options of {@link BlobStore.list}. */
+export interface BlobListOptions {
+  /** Only blobs last written strictly before this are returned. */
+  readonly modifiedBefore: Date;
+  /** Keys to look at, 1 to {@link MAX_BLOB_LIST_LIMIT}. */
+  readonly limit: number;
+  /** Continue after this key (a previous page's `next`); from the start when absent. */
+  readonly startAfter?: string | undefined;
+}
+
+/** A blob as {@link BlobStore.list} reports it. */
+export interface ListedBlob {
+  readonly key: string;
+  readonly modifiedAt: Date;
+  readonly sizeBytes: number;
+}
+
+/** One page of {@link BlobStore.list}. */
+export interface BlobListPage {
+  readonly blobs: readonly ListedBlob[];
+  /** Where the next page starts (`startAfter`), or `undefined` when this page reached the end. */
+  readonly next: string | undefined;
+}
+
 /** A signed, time-limited upload link. */
 export interface SignedUpload {
   readonly url: string;
@@ -381,6 +549,9 @@ export interface SignedUpload {
 /**
  * Bytes: submitted files, cleaned files, staged uploads. Embedded: a local directory with
  * HMAC-signed links served on their own origin. Scale-out: S3 or Azure Blob.
+ *
+ * An operation that fails because the storage itself cannot serve right now (not because of the
+ * key or the bytes) throws {@link StorageUnavailableError}.
  */
 export interface BlobStore {
   /**
@@ -388,6 +559,8 @@ export interface BlobStore {
    * left behind when it throws.
    * @throws {BlobTooLargeError} past `maxBytes`
    * @throws {BlobDigestMismatchError} when `contentMd5` (base64) does not match
+   * @throws {StorageUnavailableError} when the storage cannot take the bytes now (disk full,
+   *   quota, I/O error, the bucket failing or out of reach)
    */
   put(
     key: string,
@@ -400,6 +573,15 @@ export interface BlobStore {
   stat(key: string): Promise<{ readonly sizeBytes: number } | undefined>;
   /** Removes `key`; removing an absent key succeeds. */
   delete(key: string): Promise<void>;
+  /**
+   * One page of the blobs under `prefix` (a key prefix ending in `/`), in key order, each with
+   * when it was last written: for the sweeper, which finds blobs no row names this way. A page
+   * looks at up to `limit` keys after `startAfter` and returns those last written before
+   * `modifiedBefore`; `next` continues after the last key looked at, `undefined` at the end.
+   * Temporary files and unfinished writes are never listed.
+   * @throws {TypeError} for a bad prefix or a `limit` outside 1 to `MAX_BLOB_LIST_LIMIT`.
+   */
+  list(prefix: string, options: BlobListOptions): Promise<BlobListPage>;
   /** A link that serves `key` as an attachment named `fileName` until `expiresAt`. */
   signedDownloadUrl(
     key: string,

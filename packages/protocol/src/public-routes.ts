@@ -151,12 +151,13 @@ export function publicRoutes(
         GET: {
           auth: 'none',
           handler: async () => {
-            const { ready, renderers } = await api.settings
+            const { ready, renderers, checks } = await api.settings
               .readiness()
               .catch((): Readiness => ({ ready: false }));
             return Response.json(
               {
                 status: ready ? 'ready' : 'not ready',
+                ...(checks === undefined ? {} : { checks }),
                 ...(renderers === undefined ? {} : { renderers }),
               },
               { status: ready ? 200 : 503, headers: { 'Cache-Control': 'no-store' } },

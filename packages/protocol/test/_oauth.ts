@@ -51,6 +51,7 @@ const NO_BLOBS: BlobStore = {
   get: refuse,
   stat: refuse,
   delete: refuse,
+  list: refuse,
   signedDownloadUrl: refuse,
   signedUploadUrl: refuse,
 };

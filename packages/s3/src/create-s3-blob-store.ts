@@ -4,6 +4,7 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   NotFound,
   PutObjectCommand,
@@ -13,14 +14,19 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import {
   assertBlobKey,
+  assertBlobKeyPrefix,
+  assertBlobListOptions,
   BlobDigestMismatchError,
   BlobTooLargeError,
   contentDisposition,
+  isBlobKey,
+  MAX_BLOB_LIST_LIMIT,
   UPLOAD_CONTENT_TYPE,
 } from '@disarm/protocol';
-import type { BlobStore, SignedUpload } from '@disarm/protocol';
+import type { BlobStore, ListedBlob, SignedUpload } from '@disarm/protocol';
 
 import { applyLifecycleRule } from './_lifecycle.ts';
+import { toBlobStoreError } from './_unavailable.ts';
 import type { LifecycleChange } from './_lifecycle.ts';
 
 /**
@@ -151,7 +157,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
       } catch (error) {
         await checked.cancel();
         // The refusal that stopped the stream, not the SDK's wrapping of it.
-        throw checked.refusal() ?? error;
+        throw checked.refusal() ?? toBlobStoreError(error);
       }
       return { sizeBytes: checked.sizeBytes() };
     },
@@ -164,7 +170,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         return response.Body?.transformToWebStream() as ReadableStream<Uint8Array> | undefined;
       } catch (error) {
         if (error instanceof NoSuchKey || isNotFound(error)) return undefined;
-        throw error;
+        throw toBlobStoreError(error);
       }
     },
 
@@ -176,13 +182,44 @@ export function createS3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
         return { sizeBytes: head.ContentLength ?? 0 };
       } catch (error) {
         if (error instanceof NotFound || isNotFound(error)) return undefined;
-        throw error;
+        throw toBlobStoreError(error);
       }
     },
 
     async delete(key) {
       // S3 answers 204 for an absent key too: deleting is idempotent as the port requires.
-      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(key) }));
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(key) }));
+      } catch (error) {
+        throw toBlobStoreError(error);
+      }
+    },
+
+    async list(listPrefix, options) {
+      assertBlobKeyPrefix(listPrefix);
+      assertBlobListOptions(listPrefix, options, MAX_BLOB_LIST_LIMIT);
+      // One ListObjectsV2 page: keys in UTF-8 order (ASCII keys: the folder store's order too).
+      // Multipart uploads in progress are not objects yet, so they are never listed.
+      const page = await client.send(
+        new ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: prefix + listPrefix,
+          MaxKeys: options.limit,
+          ...(options.startAfter === undefined ? {} : { StartAfter: prefix + options.startAfter }),
+        }),
+      );
+      const blobs: ListedBlob[] = [];
+      let last: string | undefined;
+      for (const object of page.Contents ?? []) {
+        const key = (object.Key ?? '').slice(prefix.length);
+        last = key;
+        // Not a key of ours (another writer in the bucket): stepped over, never touched.
+        if (!isBlobKey(key) || object.LastModified === undefined) continue;
+        if (object.LastModified.getTime() < options.modifiedBefore.getTime()) {
+          blobs.push({ key, modifiedAt: object.LastModified, sizeBytes: object.Size ?? 0 });
+        }
+      }
+      return { blobs, next: page.IsTruncated === true ? last : undefined };
     },
 
     async signedDownloadUrl(key, { expiresAt, fileName, contentType }) {

@@ -6,7 +6,8 @@ import { openCounters } from './_internal/counters.ts';
 import { createReadScope } from './_internal/read-scope.ts';
 import type { Counters } from './_internal/counters.ts';
 import { createDocumentOps } from './_internal/documents.ts';
-import { createRequestOps } from './_internal/requests.ts';
+import { createClaimRows, createRequestOps } from './_internal/requests.ts';
+import { toStoreError } from './_internal/unavailable.ts';
 import { migrate } from './_internal/schema.ts';
 
 /** How long a write waits for another connection's lock before failing: 5 seconds. */
@@ -59,13 +60,16 @@ function toError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/** Runs synchronous work as the port's promise: its value, or a rejection with its error. */
+/**
+ * Runs synchronous work as the port's promise: its value, or a rejection with its error (a full
+ * or failing disk as `StorageUnavailableError`).
+ */
 function settle<A extends unknown[], R>(work: (...args: A) => R): (...args: A) => Promise<R> {
   return (...args) => {
     try {
       return Promise.resolve(work(...args));
     } catch (error) {
-      return Promise.reject(toError(error));
+      return Promise.reject(toStoreError(error));
     }
   };
 }
@@ -160,8 +164,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   };
   const organisations = createOrganisationRows(db);
   const accounts = createAccountOps(db, organisations);
-  const documents = createDocumentOps(db, organisations);
-  const requests = createRequestOps(db);
+  const claims = createClaimRows(db);
+  const documents = createDocumentOps(db, organisations, claims);
+  const requests = createRequestOps(db, claims);
   const scope = createReadScope(db);
 
   return {
@@ -198,16 +203,20 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
 
     listSweepable: settle(scope.writing(documents.listSweepable)),
     markSwept: settle(scope.writing(documents.markSwept)),
+    ownedBlobKeys: settle(scope.reading(documents.ownedBlobKeys)),
 
     hitRateLimit: (bucket, windowStart, at) => {
       try {
-        return countersOf().hitRateLimit(bucket, windowStart, at);
+        return countersOf()
+          .hitRateLimit(bucket, windowStart, at)
+          .catch((error: unknown) => Promise.reject(toStoreError(error)));
       } catch (error) {
-        return Promise.reject(toError(error));
+        return Promise.reject(toStoreError(error));
       }
     },
 
     claimIdempotencyKey: settle(scope.writing(requests.claimIdempotencyKey)),
+    renewIdempotencyKey: settle(scope.writing(requests.renewIdempotencyKey)),
     completeIdempotencyKey: settle(scope.writing(requests.completeIdempotencyKey)),
     releaseIdempotencyKey: settle(scope.writing(requests.releaseIdempotencyKey)),
     purgeIdempotencyKeys: settle(scope.writing(requests.purgeIdempotencyKeys)),

@@ -122,7 +122,7 @@ describe('createSqliteStore', () => {
     const migrations = inspect(path, (db) =>
       db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(),
     );
-    expect(migrations).toHaveLength(7);
+    expect(migrations).toHaveLength(9);
     await first.close();
 
     const second = open(path);
@@ -153,7 +153,7 @@ describe('createSqliteStore', () => {
       inspect(path, (raw) =>
         raw.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
       ),
-    ).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    ).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(await upgraded.listSigningKeys()).toEqual([
       {
         kid: 'kid_old',
@@ -225,6 +225,34 @@ describe('createSqliteStore', () => {
     const again = createSqliteStore({ path, onMigrationNotice: (notice) => notices.push(notice) });
     opened.push(again);
     expect(notices).toHaveLength(2);
+  });
+
+  it('upgrades a file of schema 7: a claim left in flight by that version is free at once', async () => {
+    const path = join(dir, 'state.db');
+    const db = new Database(path);
+    migrate(db, { upTo: 7 });
+    db.exec(`INSERT INTO organisations (id, name, status, plan, plan_type, monthly_allowance,
+               rate_limit_per_minute, max_file_size_bytes, max_upload_size_bytes,
+               price_per_document_pence, credit_balance_pence, period_start, period_end,
+               period_used_submissions, policy, created_at)
+             VALUES ('org_a', 'A', 'active', 'payg', 'payg', 0, 30, 1, 1, 10, 0, 0, 1, 0, '{}', 0);
+             INSERT INTO idempotency_keys (organisation_id, key, endpoint, request_hash, state,
+               created_at, expires_at)
+             VALUES ('org_a', 'k1', 'POST /v1/documents', '', 'in_flight', ${T0.getTime()},
+               ${T0.getTime() + 24 * 60 * 60 * 1000});`);
+    db.close();
+
+    const upgraded = open(path);
+    // Once, the claim would have held the key for 24 hours.
+    const retry = await upgraded.claimIdempotencyKey({
+      organisationId: 'org_a',
+      key: 'k1',
+      endpoint: 'POST /v1/documents',
+      owner: 'retry',
+      ownerProcess: 'process-1',
+      at: new Date(T0.getTime() + 1_000),
+    });
+    expect(retry).toMatchObject({ kind: 'claimed', record: { owner: 'retry', resourceId: null } });
   });
 
   it('opens the file in WAL mode with foreign keys enforced', async () => {

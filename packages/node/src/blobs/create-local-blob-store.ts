@@ -1,21 +1,42 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 
 import {
   assertBlobKey,
+  assertBlobKeyPrefix,
+  assertBlobListOptions,
   BlobDigestMismatchError,
   BlobTooLargeError,
+  StorageUnavailableError,
+  isBlobKey,
+  MAX_BLOB_LIST_LIMIT,
   UPLOAD_CONTENT_TYPE,
 } from '@disarm/protocol';
-import type { BlobStore, LinkSigner, SignedUpload } from '@disarm/protocol';
+import type { BlobStore, LinkSigner, ListedBlob, SignedUpload } from '@disarm/protocol';
 
 import { fileStream, writeAll } from '../_internal/file-stream.ts';
 import { keyToPath } from './_keys.ts';
 
 /** Name of an in-progress `put`: hidden (keys cannot start with `.`) and marked. */
 const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
+
+/**
+ * errno codes that say the folder cannot take or serve bytes right now, whatever the key: the
+ * disk is full (`ENOSPC`) or over quota (`EDQUOT`), it fails (`EIO`) or was remounted read-only
+ * after errors (`EROFS`), or the process or system is out of file descriptors (`EMFILE`,
+ * `ENFILE`). Thrown as `StorageUnavailableError`, so a submission is refused with 503 and a
+ * worker keeps its document for later, instead of either being a fault of ours.
+ */
+const UNAVAILABLE_ERRNO_CODES: ReadonlySet<string> = new Set([
+  'ENOSPC',
+  'EDQUOT',
+  'EIO',
+  'EROFS',
+  'EMFILE',
+  'ENFILE',
+]);
 
 /** Options of {@link createLocalBlobStore}. */
 export interface LocalBlobStoreOptions {
@@ -74,7 +95,7 @@ export function createLocalBlobStore(options: LocalBlobStoreOptions): LocalBlobS
   const { signer } = options;
   const pathOf = (key: string): string => keyToPath(root, key);
 
-  return {
+  const store: LocalBlobStore = {
     directory: root,
     pathOf,
 
@@ -159,6 +180,41 @@ export function createLocalBlobStore(options: LocalBlobStoreOptions): LocalBlobS
       }
     },
 
+    async list(prefix, options) {
+      assertBlobKeyPrefix(prefix);
+      assertBlobListOptions(prefix, options, MAX_BLOB_LIST_LIMIT);
+      const folder = pathOf(prefix.slice(0, -1));
+      // Names only (no stat) for the whole folder: the order of keys needs them all. Temporary
+      // files of unfinished puts are hidden names, never keys, so they are never listed.
+      const entries = await readdir(folder, { recursive: true, withFileTypes: true }).catch(
+        (error: unknown) => {
+          if (isAbsent(error)) return [];
+          throw error;
+        },
+      );
+      const keys = entries
+        .filter((entry) => entry.isFile())
+        .map(
+          (entry) =>
+            prefix + relative(folder, join(entry.parentPath, entry.name)).split(sep).join('/'),
+        )
+        .filter(
+          (key) => isBlobKey(key) && (options.startAfter === undefined || key > options.startAfter),
+        )
+        .sort();
+      const examined = keys.slice(0, options.limit);
+      const blobs: ListedBlob[] = [];
+      for (const key of examined) {
+        const info = await stat(pathOf(key)).catch(() => undefined);
+        // Gone since the folder was read: nothing to list.
+        if (!info?.isFile()) continue;
+        if (info.mtimeMs < options.modifiedBefore.getTime()) {
+          blobs.push({ key, modifiedAt: info.mtime, sizeBytes: info.size });
+        }
+      }
+      return { blobs, next: keys.length > examined.length ? examined.at(-1) : undefined };
+    },
+
     async signedDownloadUrl(key, { expiresAt, fileName, contentType }) {
       // A link names no path: the key's form is all there is to check (the storage route maps it).
       assertBlobKey(key);
@@ -194,6 +250,14 @@ export function createLocalBlobStore(options: LocalBlobStoreOptions): LocalBlobS
       return removed;
     },
   };
+  // A full or failing disk is the port's `StorageUnavailableError`, on every operation.
+  return {
+    ...store,
+    put: (key, body, options) => unavailableOnFault(() => store.put(key, body, options)),
+    get: (key) => unavailableOnFault(() => store.get(key)),
+    stat: (key) => unavailableOnFault(() => store.stat(key)),
+    delete: (key) => unavailableOnFault(() => store.delete(key)),
+  };
 }
 
 /** Makes a rename durable (POSIX: the directory entry lives in the folder's own data). */
@@ -206,6 +270,19 @@ async function syncFolder(folder: string): Promise<void> {
     // Some platforms (Windows) cannot open or fsync a folder; the file itself is synced.
   } finally {
     await handle?.close().catch(() => undefined);
+  }
+}
+
+/** Runs a blob operation, its resource faults thrown as {@link StorageUnavailableError}. */
+async function unavailableOnFault<R>(operation: () => Promise<R>): Promise<R> {
+  try {
+    return await operation();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    if (typeof code === 'string' && UNAVAILABLE_ERRNO_CODES.has(code)) {
+      throw new StorageUnavailableError('blob-store', code, { cause: error });
+    }
+    throw error;
   }
 }
 

@@ -7,6 +7,8 @@ import type { Command } from 'commander';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 
+import { FAILPOINT_ENV, parseFailpoint } from '../failpoints/index.ts';
+import type { FailpointStep } from '../failpoints/index.ts';
 import { openBlobStore } from '../blobs/open-blob-store.ts';
 import type { ClamdConfig } from '../pool/types.ts';
 import type { DemoAccount } from '../serve/_demo.ts';
@@ -60,6 +62,22 @@ export interface ClockMessage {
   readonly id: number;
   /** ISO time after the move, or absent with `error`. */
   readonly now?: string;
+  readonly error?: string;
+}
+
+/** IPC message a parent sends a `--test-mode` server to arm a failpoint (README "Crash safety"). */
+export interface ArmFailpointMessage {
+  readonly type: 'disarm:arm-failpoint';
+  readonly id: number;
+  /** One of the failpoint steps (`DISARM_FAILPOINT`). */
+  readonly step: string;
+}
+
+/** The server's answer to an {@link ArmFailpointMessage}. */
+export interface FailpointArmedMessage {
+  readonly type: 'disarm:failpoint-armed';
+  readonly id: number;
+  /** Present when the step was not armed (an unknown step). */
   readonly error?: string;
 }
 
@@ -300,6 +318,9 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     throw new UsageError(`--database: ${error instanceof Error ? error.message : String(error)}`);
   }
   const testMode = flags.testMode === true || parseSwitchEnv(TEST_MODE_ENV);
+  const failpoint = failpointOf(process.env[FAILPOINT_ENV], testMode);
+  // Read once: worker processes inherit the environment, and must not see it.
+  delete process.env.DISARM_FAILPOINT;
   const { adminToken, metricsToken } = flags;
   // Worker processes inherit the environment and handle hostile files: they get no token.
   delete process.env.DISARM_ADMIN_TOKEN;
@@ -321,6 +342,7 @@ async function serve(flags: ServeFlags, context: CliContext): Promise<number> {
     return await serveWith(logger, lines.flush, flags, context, testMode, adminToken, {
       oauth,
       clamd,
+      failpoint,
     });
   } finally {
     process.off('exit', lines.flush);
@@ -335,10 +357,18 @@ async function serveWith(
   context: CliContext,
   testMode: boolean,
   adminToken: string | undefined,
-  { oauth, clamd }: { oauth: EmbeddedOAuthOptions; clamd: ClamdConfig | undefined },
+  {
+    oauth,
+    clamd,
+    failpoint,
+  }: {
+    oauth: EmbeddedOAuthOptions;
+    clamd: ClamdConfig | undefined;
+    failpoint: FailpointStep | undefined;
+  },
 ): Promise<number> {
   if (flags.role === 'worker') {
-    return serveWorker(logger, flushLogs, flags, context, { testMode, clamd });
+    return serveWorker(logger, flushLogs, flags, context, { testMode, clamd, failpoint });
   }
   let server: RunningDisarm;
   try {
@@ -363,6 +393,7 @@ async function serveWith(
       oauth,
       ...(clamd === undefined ? {} : { clamd }),
       renderers: flags.renderers,
+      ...(failpoint === undefined ? {} : { failpoint }),
       logger,
     });
   } catch (error) {
@@ -406,7 +437,11 @@ async function serveWorker(
   flushLogs: () => void,
   flags: ServeFlags,
   context: CliContext,
-  { testMode, clamd }: { testMode: boolean; clamd: ClamdConfig | undefined },
+  {
+    testMode,
+    clamd,
+    failpoint,
+  }: { testMode: boolean; clamd: ClamdConfig | undefined; failpoint: FailpointStep | undefined },
 ): Promise<number> {
   let worker: Stoppable;
   try {
@@ -420,6 +455,7 @@ async function serveWorker(
       graceSeconds: flags.graceSeconds,
       testMode,
       ...(clamd === undefined ? {} : { clamd }),
+      ...(failpoint === undefined ? {} : { failpoint }),
       logger,
     });
   } catch (error) {
@@ -441,7 +477,7 @@ async function serveWorker(
 }
 
 /** What a signal stops: a server or a worker node. */
-type Stoppable = Pick<RunningDisarm, 'close' | 'advanceClock'>;
+type Stoppable = Pick<RunningDisarm, 'close' | 'advanceClock' | 'armFailpoint'>;
 
 /** Resolves once a signal (or, in test mode, the parent going away) has shut the server down. */
 function untilStopped(
@@ -483,6 +519,15 @@ function untilStopped(
       stop('the parent process went away');
     };
     const onMessage = (message: unknown): void => {
+      if (isArmFailpointMessage(message)) {
+        try {
+          server.armFailpoint(parseFailpoint(message.step));
+          reply({ type: 'disarm:failpoint-armed', id: message.id });
+        } catch (error) {
+          reply({ type: 'disarm:failpoint-armed', id: message.id, error: String(error) });
+        }
+        return;
+      }
       if (!isAdvanceClockMessage(message)) return;
       server.advanceClock(message.milliseconds).then(
         (now) => {
@@ -495,7 +540,8 @@ function untilStopped(
     };
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
-    // A test harness drives the clock over IPC, and its server must not outlive it.
+    // A test harness drives the clock (and arms failpoints) over IPC, and its server must not
+    // outlive it.
     if (testMode && process.send) {
       process.on('message', onMessage);
       process.on('disconnect', onDisconnect);
@@ -503,7 +549,7 @@ function untilStopped(
   });
 }
 
-function reply(message: ClockMessage): void {
+function reply(message: ClockMessage | FailpointArmedMessage): void {
   process.send?.(message, undefined, undefined, () => undefined);
 }
 
@@ -514,6 +560,35 @@ function isAdvanceClockMessage(message: unknown): message is AdvanceClockMessage
     candidate.type === 'disarm:advance-clock' &&
     typeof candidate.id === 'number' &&
     typeof candidate.milliseconds === 'number'
+  );
+}
+
+/**
+ * The failpoint `DISARM_FAILPOINT` names (README "Crash safety"), refused outside test mode: it
+ * makes the process kill itself.
+ * @throws {UsageError} outside test mode, or for an unknown step.
+ */
+function failpointOf(value: string | undefined, testMode: boolean): FailpointStep | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!testMode) {
+    throw new UsageError(
+      `${FAILPOINT_ENV} is only honoured with --test-mode (or ${TEST_MODE_ENV}=1): it makes the process kill itself`,
+    );
+  }
+  try {
+    return parseFailpoint(value);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function isArmFailpointMessage(message: unknown): message is ArmFailpointMessage {
+  if (typeof message !== 'object' || message === null) return false;
+  const candidate = message as Partial<ArmFailpointMessage>;
+  return (
+    candidate.type === 'disarm:arm-failpoint' &&
+    typeof candidate.id === 'number' &&
+    typeof candidate.step === 'string'
   );
 }
 
@@ -606,7 +681,8 @@ Environment (a flag given on the command line wins):
   DISARM_OAUTH_AUDIENCE, DISARM_OAUTH_EXTERNAL_ISSUER, DISARM_OAUTH_EXTERNAL_JWKS_URL,
   DISARM_OAUTH_EXTERNAL_AUDIENCE, DISARM_OAUTH_EXTERNAL_ORG_CLAIM,
   DISARM_OAUTH_EXTERNAL_ALGORITHMS, DISARM_OAUTH_EXTERNAL_ALLOW_ADMIN, DISARM_CLAMD,
-  DISARM_CLAMD_FAIL_OPEN, DISARM_RENDERERS
+  DISARM_CLAMD_FAIL_OPEN, DISARM_RENDERERS, ${FAILPOINT_ENV}=<step> (test mode only: the process
+  kills itself at that step; see README "Crash safety")
 
 Data folder (--data-dir):
   disarm.sqlite                 organisations, key hashes, documents, the queue, charges

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { formatForFileName } from '@disarm/core';
+import { StorageUnavailableError } from '@disarm/protocol';
 import type {
   AcceptedSample,
   ApiObserver,
@@ -8,6 +9,7 @@ import type {
   Logger,
   RequestSample,
   StateStore,
+  UnavailableStorage,
 } from '@disarm/protocol';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -41,6 +43,11 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
 export interface MetricsSources {
   /** The queue, read at each scrape (depth and oldest wait). */
   readonly store: Pick<StateStore, 'queueStats'>;
+  /**
+   * Whether the state store and the blob store can do their work, as this process last saw it
+   * (`disarm_storage_up`). @default not reported
+   */
+  readonly storageAvailable?: (storage: UnavailableStorage) => boolean;
   /** Workers replaced so far, when this process runs a worker pool. */
   readonly workerRestarts?: () => number;
   readonly logger?: Logger;
@@ -144,7 +151,10 @@ export function createMetrics(sources: MetricsSources): DisarmMetrics {
     try {
       return await sources.store.queueStats();
     } catch (error) {
-      logger.error({ err: error }, 'metrics: reading the queue failed');
+      // An outage is logged once by whoever watches the store, not at every scrape.
+      if (!(error instanceof StorageUnavailableError)) {
+        logger.error({ err: error }, 'metrics: reading the queue failed');
+      }
       return undefined;
     }
   };
@@ -171,6 +181,19 @@ export function createMetrics(sources: MetricsSources): DisarmMetrics {
       this.set(oldest === null ? 0 : Math.max(0, (Date.now() - oldest.getTime()) / 1000));
     },
   });
+  const storageAvailable = sources.storageAvailable;
+  if (storageAvailable !== undefined) {
+    new Gauge({
+      name: 'disarm_storage_up',
+      help: 'Whether this process can use its storage (1) or has met it unavailable lately (0): database (unreachable, or full), blobs (disk full, bucket failing).',
+      labelNames: ['storage'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ storage: 'database' }, storageAvailable('state-store') ? 1 : 0);
+        this.set({ storage: 'blobs' }, storageAvailable('blob-store') ? 1 : 0);
+      },
+    });
+  }
   const workerRestarts = sources.workerRestarts;
   if (workerRestarts !== undefined) {
     let counted = 0;

@@ -465,6 +465,16 @@ class ProcessPool implements WorkerPool {
           detail: 'the job could not be exchanged with its worker process',
         };
       case undefined:
+        // SIGKILL the pool did not send: the OOM killer (or an operator), not the file's own
+        // crash; a native crash of a codec dies of SIGSEGV, SIGBUS or SIGABRT instead.
+        if (signal === 'SIGKILL') {
+          return {
+            status: 'failed',
+            reason: 'internal_error',
+            detail: 'the worker process was killed from outside (signal SIGKILL: out of memory?)',
+            interrupted: true,
+          };
+        }
         return {
           status: 'failed',
           reason: 'internal_error',

@@ -95,6 +95,14 @@ export interface FailedJobResult {
   readonly reason: FailureReason;
   /** What went wrong, e.g. `the worker process crashed (signal SIGSEGV)`. */
   readonly detail: string;
+  /**
+   * `true` when the worker was killed from outside the pool by `SIGKILL` — the kernel's OOM
+   * killer under memory pressure, or an operator — rather than by the pool (time budget, memory
+   * limit, abort) or by a crash of its own: nothing says the file is at fault, so a service may
+   * run it again, within an attempt budget (a file that blows memory every time must not loop).
+   * Absent otherwise.
+   */
+  readonly interrupted?: true;
 }
 
 /** What {@link WorkerPool.run} resolves to; plain data, safe to serialise. */

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { outputKeyOf, StorageUnavailableError } from '@disarm/protocol';
 import type {
   BlobStore,
   Clock,
@@ -13,7 +14,9 @@ import type {
   StateStore,
 } from '@disarm/protocol';
 
+import type { Failpoint, WorkerFailpoint } from '../failpoints/index.ts';
 import { fileStream, writeStreamToFile } from '../_internal/file-stream.ts';
+import { logFault } from '../_internal/log-fault.ts';
 import { silentLogger } from '../_internal/logger.ts';
 import type { JobResult, WorkerPool } from '../pool/types.ts';
 
@@ -28,11 +31,20 @@ export const STOP_TIMEOUT_MS = 30_000;
 /** Tries to record a document's end before leaving it to lease recovery. */
 const FINISH_TRIES = 3;
 const FINISH_RETRY_DELAY_MS = 250;
+/**
+ * First pause before a document held by a slot tries its storage again after
+ * `StorageUnavailableError` (a database restarting, a full disk); doubled each time.
+ */
+const STORAGE_RETRY_BASE_MS = 1_000;
+/**
+ * Longest pause between two tries of unavailable storage, by a held document or an idle slot's
+ * lease: 15 seconds, so work resumes within that of the storage's return (at once on
+ * PostgreSQL, whose listener announces its reconnection).
+ */
+const STORAGE_RETRY_MAX_MS = 15_000;
 
-/** Blob key of a document's cleaned file. */
-export function outputKeyOf(documentId: string): string {
-  return `output/${documentId}`;
-}
+// Where the node package has always exported it from; the rule lives in the protocol's domain.
+export { outputKeyOf };
 
 /** Options of {@link createDispatcher}. */
 export interface DispatcherOptions {
@@ -61,6 +73,12 @@ export interface DispatcherOptions {
    * @default none
    */
   readonly onFinished?: (document: DocumentRecord, details: FinishDetails) => void;
+  /**
+   * Test mode only: reached as `worker-leased` (the lease held, before the engine runs),
+   * `output-stored` (the cleaned file stored, before `finishDocument`) and `document-finished`
+   * (after `finishDocument`, before the intake is deleted). @default none
+   */
+  readonly failpoint?: Failpoint<WorkerFailpoint>;
 }
 
 /** What {@link DispatcherOptions.onFinished} learns besides the document. */
@@ -102,6 +120,8 @@ interface ActiveJob {
   readonly abort: AbortController;
   /** How long the worker pool took to answer, once it has. */
   engineSeconds: number | null;
+  /** Set when the worker was killed from outside the pool: the document is retried, not ended. */
+  interrupted: string | null;
 }
 
 /**
@@ -164,11 +184,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         events.finished(document.id);
       }
     } catch (error) {
-      logger.error({ err: error }, 'lease recovery failed');
+      logFault(logger, error, {}, 'lease recovery failed');
     }
   }
 
   async function runSlot(): Promise<void> {
+    // Leases in a row the store could not answer: the slot asks less and less often meanwhile.
+    let leaseFailures = 0;
     while (!stopping.signal.aborted) {
       // Listen before leasing, so a document queued between the lease and the wait is not missed.
       const wake = new AbortController();
@@ -180,15 +202,21 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       let document: DocumentRecord | undefined;
       try {
         document = await store.leaseDocument(owner, clock.now(), leaseMs);
+        leaseFailures = 0;
       } catch (error) {
-        logger.error({ err: error }, 'leasing a document failed');
+        leaseFailures += 1;
+        logFault(logger, error, {}, 'leasing a document failed');
       }
       if (document) {
         wake.abort();
       } else {
-        const poll = setTimeout(() => {
-          wake.abort();
-        }, pollIntervalMs);
+        // A `queued` event (on PostgreSQL also the listener reconnecting) still wakes it at once.
+        const poll = setTimeout(
+          () => {
+            wake.abort();
+          },
+          leaseFailures === 0 ? pollIntervalMs : storageRetryMs(leaseFailures, pollIntervalMs),
+        );
         await woken;
         clearTimeout(poll);
       }
@@ -199,7 +227,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   async function processDocument(document: DocumentRecord): Promise<void> {
-    const job: ActiveJob = { document, abort: new AbortController(), engineSeconds: null };
+    const job: ActiveJob = {
+      document,
+      abort: new AbortController(),
+      engineSeconds: null,
+      interrupted: null,
+    };
     active.set(document.id, job);
     // Three renewals per lease: one lost to a slow store still leaves the lease standing.
     const renewal = setInterval(
@@ -214,7 +247,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const result = await run(job, workDir);
       clearInterval(renewal);
       // Aborted: the lease was lost or we are shutting down; the result is not ours to record.
-      if (result !== undefined && !job.abort.signal.aborted) await finish(job, result);
+      if (job.interrupted !== null && !job.abort.signal.aborted) {
+        await retryElsewhere(job, job.interrupted);
+      } else if (result !== undefined && !job.abort.signal.aborted) {
+        await finish(job, result);
+      }
     } catch (error) {
       logger.error({ err: error, documentId: document.id }, 'processing a document failed');
     } finally {
@@ -236,8 +273,61 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         job.abort.abort();
       }
     } catch (error) {
-      logger.error({ err: error, documentId: job.document.id }, 'renewing a lease failed');
+      logFault(logger, error, { documentId: job.document.id }, 'renewing a lease failed');
     }
+  }
+
+  /**
+   * Runs `operation` until it answers, waiting out `StorageUnavailableError` (a database
+   * restarting, a full disk) with a growing pause while the slot keeps the document leased: what
+   * the storage cannot take now is not the file's fault, so the document is not failed for it.
+   * Any other error is thrown, and so is the unavailability (or the abort) once the job is
+   * aborted (shutdown, lease lost), leaving the document to lease recovery.
+   */
+  async function whenAvailable<R>(
+    job: ActiveJob,
+    what: string,
+    operation: () => Promise<R>,
+  ): Promise<R> {
+    for (let failures = 1; ; failures += 1) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (!(error instanceof StorageUnavailableError) || job.abort.signal.aborted) throw error;
+        if (failures === 1) {
+          logger.info(
+            { documentId: job.document.id, storage: error.storage, reason: error.reason },
+            `${what}: waiting for the storage to come back`,
+          );
+        }
+        await pause(storageRetryMs(failures, STORAGE_RETRY_BASE_MS), job.abort.signal);
+        job.abort.signal.throwIfAborted();
+      }
+    }
+  }
+
+  /**
+   * The worker was killed from outside the pool (the kernel's OOM killer, an operator): the file
+   * may well pass on another attempt, so the lease is released at once and recovery decides as
+   * for any lapsed lease — another attempt on a fresh worker once its back-off has passed, or,
+   * after {@link MAX_ATTEMPTS}, the dead-letter end: `failed`, refunded. A document that kills
+   * its worker every time therefore ends after {@link MAX_ATTEMPTS}, never loops.
+   */
+  async function retryElsewhere(job: ActiveJob, detail: string): Promise<void> {
+    const { document } = job;
+    logger.warn(
+      { documentId: document.id, attempt: document.attempts, maxAttempts: MAX_ATTEMPTS, detail },
+      'worker killed from outside while processing',
+    );
+    try {
+      // A lease of 0 ms has lapsed already: recovery below takes it as a crashed process's.
+      await store.renewLease(document.id, owner, clock.now(), 0);
+    } catch (error) {
+      // Left as it is, the lease lapses by itself and the recovery timer requeues it.
+      logFault(logger, error, { documentId: document.id }, 'releasing a lease failed');
+      return;
+    }
+    await recover();
   }
 
   /** Runs the engine; `undefined` when the job was aborted before an answer was ours to keep. */
@@ -245,15 +335,21 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const { document } = job;
     const signal = job.abort.signal;
     try {
-      const organisation = await store.getOrganisation(document.organisationId, clock.now());
+      const organisation = await whenAvailable(job, 'reading the organisation', () =>
+        store.getOrganisation(document.organisationId, clock.now()),
+      );
       if (!organisation) return internalError(document, 'the organisation no longer exists');
-      if (document.intakeKey === null) return internalError(document, 'the intake key is gone');
-      const inputPath = await intakeFile(document.intakeKey, workDir);
+      const { intakeKey } = document;
+      if (intakeKey === null) return internalError(document, 'the intake key is gone');
+      const inputPath = await whenAvailable(job, 'reading the submitted file', () =>
+        intakeFile(intakeKey, workDir),
+      );
       if (inputPath === undefined) {
         return internalError(document, 'the submitted file is missing from the blob store');
       }
       const outputDir = join(workDir, 'out');
       await mkdir(outputDir);
+      options.failpoint?.('worker-leased');
       const engineStarted = performance.now();
       const result = await pool.run({
         inputPath,
@@ -274,7 +370,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       });
       job.engineSeconds = (performance.now() - engineStarted) / 1000;
       if (signal.aborted) return undefined;
-      return await toDocumentResult(document, result);
+      if (result.status === 'failed' && result.interrupted === true) {
+        job.interrupted = result.detail;
+        return undefined;
+      }
+      return await toDocumentResult(job, result);
     } catch (error) {
       if (signal.aborted) return undefined;
       logger.error({ err: error, documentId: document.id }, 'processing a document failed');
@@ -294,18 +394,18 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return path;
   }
 
-  async function toDocumentResult(
-    document: DocumentRecord,
-    result: JobResult,
-  ): Promise<DocumentResult> {
+  async function toDocumentResult(job: ActiveJob, result: JobResult): Promise<DocumentResult> {
+    const { document } = job;
     switch (result.status) {
       case 'cleaned': {
         const blobKey = outputKeyOf(document.id);
-        const handle = await open(result.outputPath, 'r');
-        // The worker told us the size; a file that grew since then is refused, not stored.
-        const { sizeBytes } = await blobs.put(blobKey, fileStream(handle), {
-          maxBytes: result.bytes,
+        // A full disk keeps the cleaned file in the work folder until the store takes it.
+        const { sizeBytes } = await whenAvailable(job, 'storing the cleaned file', async () => {
+          const handle = await open(result.outputPath, 'r');
+          // The worker told us the size; a file that grew since then is refused, not stored.
+          return blobs.put(blobKey, fileStream(handle), { maxBytes: result.bytes });
         });
+        options.failpoint?.('output-stored');
         return {
           status: 'completed',
           blobKey,
@@ -342,13 +442,38 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const { document } = job;
     let outcome = result;
     let finished: DocumentRecord | undefined;
-    for (let attempt = 1; ; attempt += 1) {
+    let faults = 0;
+    let unavailable = 0;
+    for (;;) {
       try {
         finished = await store.finishDocument(document.id, owner, outcome, clock.now());
         break;
       } catch (error) {
-        logger.error({ err: error, documentId: document.id, attempt }, 'recording a result failed');
-        if (attempt >= FINISH_TRIES) {
+        if (error instanceof StorageUnavailableError) {
+          // The database is out of reach or full: the result stands and waits for it (if the
+          // lease lapses meanwhile, the store refuses it and recovery requeues the document).
+          // Cut short by a shutdown, the document is left to lease recovery, and its output to
+          // the next attempt, which writes the same key.
+          if (job.abort.signal.aborted) {
+            logger.warn({ documentId: document.id }, 'result not recorded; left to lease recovery');
+            return;
+          }
+          unavailable += 1;
+          if (unavailable === 1) {
+            logger.info(
+              { documentId: document.id, reason: error.reason },
+              'recording a result: waiting for the database to come back',
+            );
+          }
+          await pause(storageRetryMs(unavailable, STORAGE_RETRY_BASE_MS), job.abort.signal);
+          continue;
+        }
+        faults += 1;
+        logger.error(
+          { err: error, documentId: document.id, attempt: faults },
+          'recording a result failed',
+        );
+        if (faults >= FINISH_TRIES) {
           // Left `processing`: its lease lapses and recovery requeues it.
           if (outcome.status === 'completed') await removeBlob(outcome.blobKey, document.id);
           return;
@@ -364,10 +489,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
     }
     if (!finished) {
-      // Someone else holds the document now; its output key is theirs to overwrite.
+      // Someone else holds the document now; its output key is theirs to overwrite (and once
+      // it has ended, an output no row names is the orphan sweep's).
       logger.warn({ documentId: document.id }, 'lease lost before the result was recorded');
       return;
     }
+    options.failpoint?.('document-finished');
     logger.info(
       {
         documentId: document.id,
@@ -446,4 +573,26 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     },
     running: () => active.size,
   };
+}
+
+/** The pause before the `failures`-th retry of unavailable storage: doubling from `baseMs`. */
+function storageRetryMs(failures: number, baseMs: number): number {
+  return Math.min(STORAGE_RETRY_MAX_MS, baseMs * 2 ** Math.min(failures - 1, 16));
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

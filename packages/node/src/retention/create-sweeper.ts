@@ -1,5 +1,8 @@
+import { BLOB_KEY_PREFIXES, ORPHAN_BLOB_GRACE_MS } from '@disarm/protocol';
 import type { BlobStore, Clock, Logger, StateStore } from '@disarm/protocol';
 
+import { logFault } from '../_internal/log-fault.ts';
+import type { Failpoint } from '../failpoints/index.ts';
 import { silentLogger } from '../_internal/logger.ts';
 
 /** Default of {@link SweeperOptions.intervalMs}. */
@@ -11,6 +14,13 @@ export const SWEEP_BATCH_SIZE = 500;
  * deletion keeps failing (and so stay listed) cannot spin a sweep forever.
  */
 const MAX_BATCHES_PER_SWEEP = 20;
+/** Blob keys looked at per page of the orphan sweep (one ownership question each). */
+export const ORPHAN_PAGE_SIZE = 500;
+/**
+ * Pages per key prefix per sweep at most: a store of many blobs is walked over several sweeps,
+ * each resuming where the last stopped, so one sweep stays short.
+ */
+const MAX_ORPHAN_PAGES_PER_SWEEP = 4;
 
 /** Options of {@link createSweeper}. */
 export interface SweeperOptions {
@@ -21,7 +31,15 @@ export interface SweeperOptions {
   readonly graceMs: number;
   /** Time between sweeps. @default {@link SWEEP_INTERVAL_MS} */
   readonly intervalMs?: number;
+  /**
+   * How old a blob no document or upload owns must be before it is deleted.
+   * @default `ORPHAN_BLOB_GRACE_MS` (one hour: longer than a live request can take between
+   *   writing a blob and committing the row that names it)
+   */
+  readonly orphanGraceMs?: number;
   readonly logger?: Logger;
+  /** Test mode only: reached as `sweep-deleted` between deleting a blob and recording it. */
+  readonly failpoint?: Failpoint<'sweep-deleted'>;
 }
 
 /** What one sweep did. */
@@ -32,6 +50,8 @@ export interface SweepReport {
   readonly failed: number;
   /** Idempotency records purged. */
   readonly purgedIdempotencyKeys: number;
+  /** Blobs no document or upload owned, older than the grace, deleted. */
+  readonly orphans: number;
 }
 
 /** The retention sweeper; see {@link createSweeper}. */
@@ -52,7 +72,13 @@ export interface Sweeper {
  * documents, cleaned files 24 h after completion or `graceMs` after the first download of a
  * delete-after-download document, and staged uploads past their window (`store.listSweepable`);
  * each blob is deleted first and recorded after (`store.markSwept`), so a crash in between only
- * repeats a delete. Also purges expired idempotency records. Errors are logged, never fatal.
+ * repeats a delete. Also purges expired idempotency records.
+ *
+ * Then it walks the blob store itself (`blobs.list` under `intake/`, `output/` and `uploads/`,
+ * a few pages per prefix per sweep, resuming where it stopped) and deletes every blob older
+ * than `orphanGraceMs` that no document or upload owns (`store.ownedBlobKeys`): the bytes a
+ * crash left before their row committed, or after it stopped naming them. Errors are logged,
+ * never fatal.
  *
  * @example
  * ```ts
@@ -66,8 +92,14 @@ export function createSweeper(options: SweeperOptions): Sweeper {
   const { store, blobs, clock, graceMs } = options;
   const logger = options.logger ?? silentLogger;
   const intervalMs = options.intervalMs ?? SWEEP_INTERVAL_MS;
-  if (!Number.isSafeInteger(graceMs) || graceMs < 0) {
-    throw new TypeError(`graceMs must be a non-negative integer, got ${graceMs}`);
+  const orphanGraceMs = options.orphanGraceMs ?? ORPHAN_BLOB_GRACE_MS;
+  for (const [name, value] of [
+    ['graceMs', graceMs],
+    ['orphanGraceMs', orphanGraceMs],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new TypeError(`${name} must be a non-negative integer, got ${value}`);
+    }
   }
   if (!Number.isSafeInteger(intervalMs) || intervalMs < 1) {
     throw new TypeError(`intervalMs must be a positive integer, got ${intervalMs}`);
@@ -75,6 +107,53 @@ export function createSweeper(options: SweeperOptions): Sweeper {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<SweepReport> | undefined;
   let next: Promise<SweepReport> | undefined;
+  /** Where the orphan walk of each prefix resumes (`undefined`: from the start). */
+  const cursors = new Map<string, string | undefined>();
+
+  /** One sweep's orphan walk: a few pages of each prefix. Returns the blobs deleted. */
+  async function sweepOrphans(): Promise<number> {
+    let deleted = 0;
+    for (const prefix of BLOB_KEY_PREFIXES) {
+      for (let page = 0; page < MAX_ORPHAN_PAGES_PER_SWEEP; page += 1) {
+        const modifiedBefore = new Date(clock.now().getTime() - orphanGraceMs);
+        let listing;
+        let owned: Set<string>;
+        try {
+          listing = await blobs.list(prefix, {
+            modifiedBefore,
+            limit: ORPHAN_PAGE_SIZE,
+            startAfter: cursors.get(prefix),
+          });
+          const keys = listing.blobs.map((blob) => blob.key);
+          owned = new Set(keys.length === 0 ? [] : await store.ownedBlobKeys(keys));
+        } catch (error) {
+          logFault(logger, error, { prefix }, 'looking for orphaned blobs failed');
+          break;
+        }
+        for (const blob of listing.blobs) {
+          if (owned.has(blob.key)) continue;
+          try {
+            await blobs.delete(blob.key);
+            deleted += 1;
+            logger.warn(
+              {
+                key: blob.key,
+                modifiedAt: blob.modifiedAt.toISOString(),
+                sizeBytes: blob.sizeBytes,
+              },
+              'deleted a blob no document or upload owns (left by a crash)',
+            );
+          } catch (error) {
+            logFault(logger, error, { key: blob.key }, 'deleting an orphaned blob failed');
+          }
+        }
+        cursors.set(prefix, listing.next);
+        // The end of the prefix: the next sweep starts it again from the beginning.
+        if (listing.next === undefined) break;
+      }
+    }
+    return deleted;
+  }
 
   async function sweepOnce(): Promise<SweepReport> {
     let swept = 0;
@@ -84,18 +163,19 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       try {
         items = await store.listSweepable(clock.now(), graceMs, SWEEP_BATCH_SIZE);
       } catch (error) {
-        logger.error({ err: error }, 'listing blobs to sweep failed');
+        logFault(logger, error, {}, 'listing blobs to sweep failed');
         break;
       }
       let failedInBatch = 0;
       for (const item of items) {
         try {
           await blobs.delete(item.blobKey);
+          options.failpoint?.('sweep-deleted');
           await store.markSwept(item, clock.now());
           swept += 1;
         } catch (error) {
           failedInBatch += 1;
-          logger.error({ err: error, kind: item.kind, id: item.id }, 'sweeping a blob failed');
+          logFault(logger, error, { kind: item.kind, id: item.id }, 'sweeping a blob failed');
         }
       }
       failed += failedInBatch;
@@ -106,12 +186,13 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     try {
       purgedIdempotencyKeys = await store.purgeIdempotencyKeys(clock.now());
     } catch (error) {
-      logger.error({ err: error }, 'purging idempotency records failed');
+      logFault(logger, error, {}, 'purging idempotency records failed');
     }
-    if (swept > 0 || failed > 0 || purgedIdempotencyKeys > 0) {
-      logger.info({ swept, failed, purgedIdempotencyKeys }, 'retention sweep');
+    const orphans = await sweepOrphans();
+    if (swept > 0 || failed > 0 || purgedIdempotencyKeys > 0 || orphans > 0) {
+      logger.info({ swept, failed, purgedIdempotencyKeys, orphans }, 'retention sweep');
     }
-    return { swept, failed, purgedIdempotencyKeys };
+    return { swept, failed, purgedIdempotencyKeys, orphans };
   }
 
   function sweep(): Promise<SweepReport> {

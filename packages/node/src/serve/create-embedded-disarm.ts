@@ -4,11 +4,19 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 
 import { createClamdScanner } from '@disarm/core';
-import { createDisarmApi, createLinkSigner, createStorageApi } from '@disarm/protocol';
+import {
+  createDisarmApi,
+  createLinkSigner,
+  createStorageApi,
+  StorageUnavailableError,
+} from '@disarm/protocol';
 import type { BlobStore, Clock, Logger } from '@disarm/protocol';
 import type { OAuthConfig } from '@disarm/protocol/oauth';
 
+import { createFailpoints } from '../failpoints/index.ts';
+import type { FailpointStep } from '../failpoints/index.ts';
 import { silentLogger } from '../_internal/logger.ts';
+import { createProcessIdentity } from '../_internal/process-identity.ts';
 import { createLocalBlobStore } from '../blobs/create-local-blob-store.ts';
 import type { LocalBlobStore } from '../blobs/create-local-blob-store.ts';
 import { createManualClock } from '../clock/manual-clock.ts';
@@ -30,6 +38,7 @@ import {
 import { provisionDemo } from './_demo.ts';
 import type { DemoAccount } from './_demo.ts';
 import { withRequestLog } from './_request-log.ts';
+import { createStorageWatch } from './_storage-watch.ts';
 import { loadLinkSecret, loadTokenSigningKek } from './_secrets.ts';
 import { createSwaggerUiAssets } from './docs-assets.ts';
 
@@ -43,6 +52,8 @@ export const SHUTDOWN_GRACE_MS = 20_000;
 const CLAMD_READINESS_TIMEOUT_MS = 2_000;
 /** Documents in flight may finish for this long at shutdown, inside the listeners' grace. */
 const DISPATCHER_STOP_MS = SHUTDOWN_GRACE_MS - 5_000;
+/** The blob `/readyz` writes (and removes) to see whether an unavailable blob store is back. */
+const READINESS_PROBE_KEY = 'readiness/probe';
 
 /**
  * OAuth of the embedded service: {@link OAuthConfig} without the key-encryption key, which is
@@ -138,6 +149,14 @@ export interface EmbeddedDisarmOptions {
   /** Seconds between retention sweeps. @default 30 */
   readonly sweepIntervalSeconds?: number;
   /**
+   * Test mode only: the step at which this process kills itself with SIGKILL, the first time a
+   * document passes it (`DISARM_FAILPOINT`, README "Crash safety"), to prove what a crash there
+   * leaves and that a restart puts it right. **Never in production.**
+   * @default none
+   * @throws {TypeError} (rejected) without `testMode`.
+   */
+  readonly failpoint?: FailpointStep;
+  /**
    * OAuth 2.0 client credentials, always on: `POST /connect/token` issues ES256 access tokens
    * (issuer and audience below), `GET /.well-known/jwks.json` publishes their keys, and the
    * admin API manages clients and signing keys. With `external`, an identity provider's tokens
@@ -182,6 +201,12 @@ export interface EmbeddedDisarm {
    * @throws {Error} (rejected) outside test mode.
    */
   advanceClock(milliseconds: number): Promise<Date>;
+  /**
+   * Test mode only: the process kills itself with SIGKILL the next time a document passes `step`
+   * (what {@link EmbeddedDisarmOptions.failpoint} does from the start).
+   * @throws {Error} outside test mode.
+   */
+  armFailpoint(step: FailpointStep): void;
   /**
    * Starts the background work: the dispatcher (unless `processing: false`) and the retention
    * sweeper. Until it resolves, `/readyz` answers 503 and accepted documents wait in the queue.
@@ -249,6 +274,12 @@ export async function createEmbeddedDisarm(
   const publicBaseUrl = toBaseUrl(options.publicBaseUrl, 'publicBaseUrl');
   const storageBaseUrl = toBaseUrl(options.storageBaseUrl, 'storageBaseUrl');
   const logger = options.logger ?? silentLogger;
+  if (options.failpoint !== undefined && options.testMode !== true) {
+    throw new TypeError('a failpoint needs test mode: it makes the process kill itself');
+  }
+  // Test mode only: armed now (`failpoint`) or later by the harness (`armFailpoint`).
+  const failpoints = options.testMode === true ? createFailpoints(options.failpoint) : undefined;
+  const failpoint = failpoints?.reach;
   const dataDir = resolve(options.dataDir);
   const manualClock: ManualClock | undefined =
     options.testMode === true ? createManualClock(new Date()) : undefined;
@@ -273,12 +304,16 @@ export async function createEmbeddedDisarm(
     const tokenSigningKek = await loadTokenSigningKek(dataDir);
 
     const database = parseDatabaseUrl(options.database, dataDir);
-    const { store } = await openStateStore(database, {
+    const opened = await openStateStore(database, {
       onMigrationNotice: (notice) => {
         logger.warn({ notice }, 'schema migration changed access');
       },
     });
-    cleanups.push(() => store.close());
+    cleanups.push(() => opened.store.close());
+    // Every component sees the stores through the watch, which logs an outage once when it
+    // starts and once when it ends (README "Runbook: resource faults").
+    const storageWatch = createStorageWatch({ logger });
+    const store = storageWatch.watch('state-store', opened.store);
     logger.info({ database: describeDatabase(database) }, 'state store open');
     const demo = options.demo === false ? undefined : await provisionDemo(store, clock.now());
 
@@ -307,7 +342,13 @@ export async function createEmbeddedDisarm(
       await pool.close();
     });
     const documentEvents = await openDocumentEvents(database, (error) => {
-      logger.warn({ err: error }, 'document events: connection lost, listening again');
+      // The database out of reach is logged once by the watch (the store's own calls fail too),
+      // not at every reconnection try of the listener.
+      if (error instanceof StorageUnavailableError) {
+        logger.debug?.({ err: error }, 'document events: the database is out of reach');
+      } else {
+        logger.warn({ err: error }, 'document events: connection lost, listening again');
+      }
     });
     cleanups.push(() => documentEvents.close());
     const events = documentEvents.events;
@@ -318,13 +359,29 @@ export async function createEmbeddedDisarm(
     if (options.blobs === undefined) {
       local = createLocalBlobStore({ directory: join(dataDir, 'blobs'), signer });
       await local.removeStaleTempFiles(startedAt);
-      blobs = local;
+      blobs = storageWatch.watch('blob-store', local);
     } else {
-      blobs = options.blobs;
+      blobs = storageWatch.watch('blob-store', options.blobs);
     }
+
+    /**
+     * Whether the blob store takes bytes: as last seen, and while it did not, asked again with a
+     * one-byte write (so `/readyz` tells the moment a disk has room again, without a submission).
+     */
+    const blobsWritable = async (): Promise<boolean> => {
+      if (storageWatch.state('blob-store').available) return true;
+      try {
+        await blobs.put(READINESS_PROBE_KEY, oneByte(), { maxBytes: 1 });
+        await blobs.delete(READINESS_PROBE_KEY);
+        return true;
+      } catch {
+        return false;
+      }
+    };
 
     const metrics = createMetrics({
       store,
+      storageAvailable: (storage) => storageWatch.state(storage).available,
       ...(options.processing === false ? {} : { workerRestarts: () => pool.stats().restarts }),
       logger,
       ...(options.metricsToken === undefined ? {} : { token: options.metricsToken }),
@@ -334,6 +391,7 @@ export async function createEmbeddedDisarm(
       store,
       blobs,
       clock,
+      ...(failpoint === undefined ? {} : { failpoint }),
       graceMs: (options.graceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000,
       ...(options.sweepIntervalSeconds === undefined
         ? {}
@@ -348,6 +406,7 @@ export async function createEmbeddedDisarm(
       clock,
       logger,
       workDirectory,
+      ...(failpoint === undefined ? {} : { failpoint }),
       onFinished: (document, details) => {
         metrics.documentFinished(document, details);
       },
@@ -356,9 +415,12 @@ export async function createEmbeddedDisarm(
     let running = false;
     let stopped: Promise<void> | undefined;
 
+    const processIdentity = await createProcessIdentity();
     const api = createDisarmApi(
-      { store, blobs, events, clock, logger, observer: metrics.api },
+      { store, blobs, events, clock, logger, observer: metrics.api, processIdentity },
       {
+        // Every step the protocol reaches is one of ours (the types check it).
+        ...(failpoint === undefined ? {} : { failpoint }),
         publicBaseUrl,
         syncWaitSeconds: options.syncWaitSeconds ?? DEFAULT_SYNC_WAIT_SECONDS,
         deleteAfterDownloadGraceSeconds: options.graceSeconds ?? DEFAULT_GRACE_SECONDS,
@@ -380,18 +442,36 @@ export async function createEmbeddedDisarm(
           if (!running || stopped || !poolOpen || pool.stats().size < 1) {
             return { ready: false, ...report };
           }
+          // A blob store that cannot take bytes (a full disk) leaves the process in rotation:
+          // status reads and downloads still work, and submissions answer 503 themselves.
+          const blobStore = (await blobsWritable()) ? 'ok' : 'unavailable';
           try {
             await store.getOrganisation('org_readiness_probe', clock.now());
           } catch (error) {
-            logger.error({ err: error }, 'readiness: the state store is unreachable');
-            return { ready: false, ...report };
+            // An outage is logged by the watch when it starts, not at every probe.
+            if (!(error instanceof StorageUnavailableError)) {
+              logger.error({ err: error }, 'readiness: the state store is unreachable');
+            }
+            return {
+              ready: false,
+              checks: { database: 'unreachable', blobs: blobStore },
+              ...report,
+            };
           }
           try {
             await clamdProbe?.ping();
-            return { ready: true, ...report };
+            return {
+              ready: true,
+              checks: { database: 'ok', blobs: blobStore, ...(clamdProbe ? { clamd: 'ok' } : {}) },
+              ...report,
+            };
           } catch (error) {
             logger.error({ err: error }, 'readiness: clamd does not answer');
-            return { ready: false, ...report };
+            return {
+              ready: false,
+              checks: { database: 'ok', blobs: blobStore, clamd: 'not answering' },
+              ...report,
+            };
           }
         },
         docsAssets: createSwaggerUiAssets(),
@@ -459,6 +539,10 @@ export async function createEmbeddedDisarm(
       blobDirectory: local?.directory,
       clock,
       demo,
+      armFailpoint(step) {
+        if (!failpoints) throw new Error('armFailpoint() needs test mode');
+        failpoints.arm(step);
+      },
       async advanceClock(milliseconds) {
         if (!manualClock) throw new Error('advanceClock() needs test mode');
         const now = manualClock.advance(milliseconds);
@@ -514,4 +598,14 @@ function toBaseUrl(value: string, name: string): string {
     throw new TypeError(`${name} must be an http or https URL (got "${value}")`);
   }
   return value.replace(/\/+$/, '');
+}
+
+/** A one-byte body, for the blob store's readiness probe. */
+function oneByte(): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      controller.enqueue(new Uint8Array([0]));
+      controller.close();
+    },
+  });
 }

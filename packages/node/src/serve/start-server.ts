@@ -1,5 +1,6 @@
 import type { Clock } from '@disarm/protocol';
 
+import type { FailpointStep } from '../failpoints/index.ts';
 import { listen } from '../http/listen.ts';
 import type { RunningServer } from '../http/listen.ts';
 import type { FetchHandler } from '../http/types.ts';
@@ -83,6 +84,12 @@ export interface RunningDisarm {
    * @throws {Error} (rejected) outside test mode.
    */
   advanceClock(milliseconds: number): Promise<Date>;
+  /**
+   * Test mode only: the process kills itself with SIGKILL the next time a document passes `step`
+   * (README "Crash safety").
+   * @throws {Error} outside test mode.
+   */
+  armFailpoint(step: FailpointStep): void;
   /**
    * Graceful shutdown: stops accepting connections, lets requests and documents in flight finish
    * for up to {@link SHUTDOWN_GRACE_MS} (documents still running are left to be requeued by the
@@ -174,6 +181,9 @@ export async function startServer(options: ServerOptions): Promise<RunningDisarm
       clock: embedded.clock,
       demo: embedded.demo,
       advanceClock: (milliseconds) => embedded.advanceClock(milliseconds),
+      armFailpoint: (step) => {
+        embedded.armFailpoint(step);
+      },
       close() {
         closed ??= (async () => {
           // Stop accepting first; requests in flight keep going while documents finish, so sync

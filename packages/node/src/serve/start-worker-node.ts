@@ -1,5 +1,6 @@
 import type { Clock } from '@disarm/protocol';
 
+import type { FailpointStep } from '../failpoints/index.ts';
 import { createEmbeddedDisarm } from './create-embedded-disarm.ts';
 import type { EmbeddedDisarmOptions } from './create-embedded-disarm.ts';
 
@@ -22,6 +23,12 @@ export interface RunningWorkerNode {
    * @throws {Error} (rejected) outside test mode.
    */
   advanceClock(milliseconds: number): Promise<Date>;
+  /**
+   * Test mode only: the process kills itself with SIGKILL the next time a document passes `step`
+   * (README "Crash safety").
+   * @throws {Error} outside test mode.
+   */
+  armFailpoint(step: FailpointStep): void;
   /**
    * Drains: stops leasing, lets documents in flight finish within `SHUTDOWN_GRACE_MS`, releases
    * the lease of any still running (another worker's recovery takes it), then closes the worker
@@ -66,6 +73,9 @@ export async function startWorkerNode(options: WorkerNodeOptions): Promise<Runni
   return {
     clock: embedded.clock,
     advanceClock: (milliseconds) => embedded.advanceClock(milliseconds),
+    armFailpoint: (step) => {
+      embedded.armFailpoint(step);
+    },
     close() {
       closed ??= (async () => {
         await embedded.stop();

@@ -1,9 +1,12 @@
 import {
+  assertOwnershipKeys,
   decideAcceptance,
   deletionOf,
+  documentIdsNamedBy,
   endDocument,
   isLive,
   lapsedLeaseOutcome,
+  ownedBlobKeys,
   refundFailure,
   submitRefusal,
 } from '@disarm/protocol';
@@ -12,6 +15,7 @@ import type { Pool, PoolClient } from 'pg';
 
 import type { OrganisationRows } from './organisations.ts';
 import { inTransaction, query } from './pool.ts';
+import { holdsClaimForUpdate, recordClaimResource } from './requests.ts';
 import { checkedDate, checkedDateOrNull, toDocument, toUpload } from './rows.ts';
 import type { DocumentRow, UploadRow } from './rows.ts';
 
@@ -35,6 +39,7 @@ export type DocumentOps = Pick<
   | 'markUploaded'
   | 'listSweepable'
   | 'markSwept'
+  | 'ownedBlobKeys'
 >;
 
 /** Lapsed leases handled per {@link DocumentOps.recoverLapsedLeases} call; the rest next call. */
@@ -124,6 +129,14 @@ export function createDocumentOps(pool: Pool, organisations: OrganisationRows): 
       return inTransaction(
         pool,
         async (client) => {
+          // The claim first (the lock order of every transaction that takes both): a claim a
+          // retry took over is no longer this submission's, so nothing is created or charged.
+          if (
+            input.idempotency !== undefined &&
+            !(await holdsClaimForUpdate(client, input.idempotency))
+          ) {
+            return { kind: 'claim_lost' as const };
+          }
           const organisation = await organisations.readForUpdate(client, input.organisationId, at);
           let upload: UploadRow | undefined;
           if (input.uploadId !== undefined && organisation !== undefined) {
@@ -161,6 +174,9 @@ export function createDocumentOps(pool: Pool, organisations: OrganisationRows): 
                WHERE id = $3 AND submitted_at IS NULL`,
               [at, document.id, decision.upload.id],
             );
+          }
+          if (input.idempotency !== undefined) {
+            await recordClaimResource(client, input.idempotency, document.id);
           }
           const stored = await client.query<DocumentRow>('SELECT * FROM documents WHERE id = $1', [
             document.id,
@@ -351,28 +367,44 @@ export function createDocumentOps(pool: Pool, organisations: OrganisationRows): 
       };
     },
 
-    async createUpload(record) {
-      await query(
+    createUpload(record, idempotency) {
+      const values = [
+        record.id,
+        record.organisationId,
+        record.fileName,
+        record.blobKey,
+        checkedDate(record.createdAt),
+        checkedDate(record.putExpiresAt),
+        checkedDate(record.expiresAt),
+        record.maxSizeBytes,
+        checkedDateOrNull(record.uploadedAt),
+        record.sizeBytes,
+        checkedDateOrNull(record.submittedAt),
+        record.documentId,
+      ];
+      return inTransaction(
         pool,
-        `INSERT INTO uploads (
-           id, organisation_id, file_name, blob_key, created_at, put_expires_at, expires_at,
-           max_size_bytes, uploaded_at, size_bytes, submitted_at, document_id
-         ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [
-          record.id,
-          record.organisationId,
-          record.fileName,
-          record.blobKey,
-          checkedDate(record.createdAt),
-          checkedDate(record.putExpiresAt),
-          checkedDate(record.expiresAt),
-          record.maxSizeBytes,
-          checkedDateOrNull(record.uploadedAt),
-          record.sizeBytes,
-          checkedDateOrNull(record.submittedAt),
-          record.documentId,
-        ],
-        false,
+        async (client) => {
+          if (idempotency !== undefined && !(await holdsClaimForUpdate(client, idempotency))) {
+            return false;
+          }
+          await client.query(
+            `INSERT INTO uploads (
+               id, organisation_id, file_name, blob_key, created_at, put_expires_at, expires_at,
+               max_size_bytes, uploaded_at, size_bytes, submitted_at, document_id
+             ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+            values,
+          );
+          if (idempotency !== undefined) await recordClaimResource(client, idempotency, record.id);
+          return true;
+        },
+        {
+          // COMMIT's answer was lost: the upload's id tells whether it landed.
+          recover: async (client) => {
+            const { rows } = await client.query('SELECT 1 FROM uploads WHERE id = $1', [record.id]);
+            return rows.length === 1 ? true : undefined;
+          },
+        },
       );
     },
 
@@ -457,6 +489,40 @@ export function createDocumentOps(pool: Pool, organisations: OrganisationRows): 
         [at],
       );
       return items;
+    },
+
+    async ownedBlobKeys(keys) {
+      assertOwnershipKeys(keys);
+      if (keys.length === 0) return [];
+      // The documents a key names by their id or by a key column (index scans, OR-ed), then the
+      // uploads by their key. A row committed between the two only ever owns a blob younger than
+      // the grace, which the sweep does not touch.
+      const { rows } = await query<DocumentRow>(
+        pool,
+        `SELECT * FROM documents
+         WHERE id = ANY($1) OR intake_key = ANY($2) OR output_blob_key = ANY($2)`,
+        [documentIdsNamedBy(keys), keys],
+        true,
+      );
+      const uploads = await query<{
+        blob_key: string;
+        submitted_at: Date | null;
+        blob_removed_at: Date | null;
+      }>(
+        pool,
+        'SELECT blob_key, submitted_at, blob_removed_at FROM uploads WHERE blob_key = ANY($1)',
+        [keys],
+        true,
+      );
+      return ownedBlobKeys(
+        keys,
+        rows.map((row) => toDocument(row)),
+        uploads.rows.map((row) => ({
+          blobKey: row.blob_key,
+          submittedAt: row.submitted_at,
+          blobRemovedAt: row.blob_removed_at,
+        })),
+      );
     },
 
     async markSwept(item, at) {

@@ -1,3 +1,4 @@
+import { StorageUnavailableError } from '@disarm/protocol';
 import pg from 'pg';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 
@@ -24,6 +25,14 @@ const CONNECTION_ERROR_CODES: ReadonlySet<string> = new Set([
   'ETIMEDOUT',
   'EHOSTUNREACH',
 ]);
+
+/**
+ * SQLSTATE classes and codes that say the database cannot do the work right now, whatever the
+ * work: its connection cannot be made or broke (class 08), the server is shutting down or
+ * starting (57P01-57P03), or it ran out of a resource (class 53: disk full, out of memory, too
+ * many connections). Thrown as `StorageUnavailableError` once the retries are spent.
+ */
+const UNAVAILABLE_SQLSTATE = /^(?:08[0-9A-Z]{3}|57P0[1-3]|53[0-9A-Z]{3})$/;
 
 /** How often a transaction runs before its last error is thrown. */
 const TRANSACTION_ATTEMPTS = 5;
@@ -99,6 +108,44 @@ export function isRetryable(error: unknown): boolean {
   );
 }
 
+/**
+ * True when `error` says the database is out of reach or out of a resource, rather than that the
+ * statement or its data is wrong.
+ */
+export function isUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (
+    typeof code === 'string' &&
+    (UNAVAILABLE_SQLSTATE.test(code) || CONNECTION_ERROR_CODES.has(code))
+  ) {
+    return true;
+  }
+  const message = (error as { message?: unknown }).message;
+  // node-postgres: a socket closed under a query, a connect that timed out (pg's own or the
+  // pool's "timeout exceeded when trying to connect") carry no code.
+  return (
+    typeof message === 'string' &&
+    (message.includes('Connection terminated') ||
+      message.includes('connection timeout') ||
+      message.includes('timeout exceeded when trying to connect'))
+  );
+}
+
+/**
+ * `error` as the store port throws it: `StorageUnavailableError` when the database was out of
+ * reach (after the retries), the error itself otherwise.
+ */
+export function toStoreError(error: unknown): unknown {
+  if (error instanceof StorageUnavailableError || !isUnavailable(error)) return error;
+  const code = (error as { code?: unknown }).code;
+  return new StorageUnavailableError(
+    'state-store',
+    typeof code === 'string' ? code : error instanceof Error ? error.message : String(error),
+    { cause: error },
+  );
+}
+
 /** Thrown when a connection broke while COMMIT was on its way: the outcome is unknown. */
 class CommitOutcomeUnknown extends Error {
   constructor(cause: unknown) {
@@ -130,22 +177,33 @@ export async function inTransaction<R>(
   options: TransactionOptions = {},
 ): Promise<R> {
   let lastError: unknown;
+  // COMMIT's answer was lost: until `recover` tells, the work must not run again.
+  let outcomeUnknown = false;
   for (let attempt = 0; attempt < TRANSACTION_ATTEMPTS; attempt += 1) {
     if (attempt > 0) await delay(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
     try {
-      if (lastError instanceof CommitOutcomeUnknown) {
-        const recover = options.recover;
-        if (recover === undefined) throw lastError;
-        const recovered = await withClient(pool, recover);
+      if (outcomeUnknown) {
+        // Without a way to tell, a write that may have landed is never applied twice.
+        if (options.recover === undefined) break;
+        const recovered = await withClient(pool, options.recover);
         if (recovered !== undefined) return recovered as R;
+        outcomeUnknown = false;
       }
       return await once(pool, work);
     } catch (error) {
+      if (error instanceof CommitOutcomeUnknown) {
+        outcomeUnknown = true;
+        lastError = error.cause;
+        continue;
+      }
       lastError = error;
-      if (!(error instanceof CommitOutcomeUnknown) && !isRetryable(error)) throw error;
+      // A recovery that could not connect stays a recovery: the next attempt asks again.
+      if (!isRetryable(error) && !(error instanceof StorageUnavailableError)) {
+        throw toStoreError(error);
+      }
     }
   }
-  throw lastError instanceof CommitOutcomeUnknown ? lastError.cause : lastError;
+  throw toStoreError(lastError);
 }
 
 async function once<R>(pool: Pool, work: (client: PoolClient) => Promise<R>): Promise<R> {
@@ -180,13 +238,18 @@ export async function withClient<R>(
   pool: Pool,
   work: (client: PoolClient) => Promise<R>,
 ): Promise<R> {
-  const client = await pool.connect();
+  let client: PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw toStoreError(error);
+  }
   let broken = false;
   try {
     return await work(client);
   } catch (error) {
     broken = isRetryable(error);
-    throw error;
+    throw toStoreError(error);
   } finally {
     client.release(broken);
   }
@@ -216,7 +279,7 @@ export async function query<T extends pg.QueryResultRow>(
     } catch (error) {
       lastError = error;
       if (isRetryable(error)) continue;
-      throw error;
+      throw toStoreError(error);
     }
     let broken = false;
     try {
@@ -224,10 +287,10 @@ export async function query<T extends pg.QueryResultRow>(
     } catch (error) {
       lastError = error;
       broken = isRetryable(error);
-      if (!broken || !repeatable) throw error;
+      if (!broken || !repeatable) throw toStoreError(error);
     } finally {
       client.release(broken);
     }
   }
-  throw lastError;
+  throw toStoreError(lastError);
 }

@@ -121,6 +121,10 @@ export interface IdempotencyRow {
   readonly response_status: number | null;
   readonly response_headers: [string, string][] | null;
   readonly response_body: Buffer | null;
+  readonly owner: string | null;
+  readonly owner_process: string | null;
+  readonly held_until: Date | null;
+  readonly resource_id: string | null;
 }
 
 /** A row of `oauth_clients`. */
@@ -313,6 +317,10 @@ export function toIdempotencyRecord(row: IdempotencyRow): IdempotencyRecord {
             body: new Uint8Array(row.response_body ?? new Uint8Array(0)),
           }
         : null,
+    owner: row.owner,
+    ownerProcess: row.owner_process,
+    heldUntil: row.held_until,
+    resourceId: row.resource_id,
   };
 }
 

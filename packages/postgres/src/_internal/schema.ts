@@ -177,10 +177,36 @@ CREATE INDEX documents_queue ON documents (submitted_at, id) INCLUDE (retry_not_
   WHERE status = 'pending';
 `;
 
+/**
+ * A claim on an Idempotency-Key belongs to a live request (README "Idempotency"): its owner (the
+ * request's token and its process's identity), its lease, and the document or upload it created,
+ * recorded in that resource's own transaction. Claims of older versions have no lease, so they
+ * are free at once: no key stays "in flight" across the upgrade.
+ */
+const MIGRATION_3_LIVE_IDEMPOTENCY_CLAIMS = `
+ALTER TABLE idempotency_keys
+  ADD COLUMN owner text,
+  ADD COLUMN owner_process text,
+  ADD COLUMN held_until timestamptz,
+  ADD COLUMN resource_id text;
+`;
+
+/**
+ * The orphan sweep asks which listed blobs a row still names (ownedBlobKeys): each key column
+ * gets an index, so the question costs a few index scans however many documents there are.
+ */
+const MIGRATION_4_BLOB_OWNERSHIP = `
+CREATE INDEX documents_intake_key ON documents (intake_key) WHERE intake_key IS NOT NULL;
+CREATE INDEX documents_output_key ON documents (output_blob_key) WHERE output_blob_key IS NOT NULL;
+CREATE INDEX uploads_blob_key ON uploads (blob_key);
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
   { version: 2, name: 'retry back-off', sql: MIGRATION_2_RETRY_BACKOFF },
+  { version: 3, name: 'live idempotency claims', sql: MIGRATION_3_LIVE_IDEMPOTENCY_CLAIMS },
+  { version: 4, name: 'blob ownership indexes', sql: MIGRATION_4_BLOB_OWNERSHIP },
 ];
 
 /** The newest schema version this package knows. */

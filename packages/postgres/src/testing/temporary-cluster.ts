@@ -25,6 +25,15 @@ export interface TemporaryCluster {
   readonly port: number;
   /** Creates a database and returns its URL. */
   createDatabase(name: string): Promise<string>;
+  /**
+   * Stops the server at once, as a crash or a failover does (`pg_ctl stop -m immediate`), keeping
+   * its data: open connections break and new ones are refused until {@link resume}. What it had
+   * acknowledged survives, as on a server with `synchronous_commit` on (this cluster runs it off,
+   * so the write-ahead log is flushed first).
+   */
+  interrupt(): Promise<void>;
+  /** Starts the server again, on the same port and data, after {@link interrupt}. */
+  resume(): Promise<void>;
   /** Stops the server at once and deletes its data directory. */
   stop(): Promise<void>;
 }
@@ -93,18 +102,22 @@ export async function startTemporaryCluster(): Promise<TemporaryCluster> {
       '-c full_page_writes=off',
       '-c max_connections=200',
     ].join(' ');
-    await exec('pg_ctl', [
-      'start',
-      '-D',
-      data,
-      '-w',
-      '-t',
-      String(PG_CTL_WAIT_S),
-      '-l',
-      join(root, 'server.log'),
-      '-o',
-      settings,
-    ]);
+    const start = (): Promise<void> =>
+      exec('pg_ctl', [
+        'start',
+        '-D',
+        data,
+        '-w',
+        '-t',
+        String(PG_CTL_WAIT_S),
+        '-l',
+        join(root, 'server.log'),
+        '-o',
+        settings,
+      ]);
+    await start();
+    const stopAtOnce = (): Promise<void> =>
+      exec('pg_ctl', ['stop', '-D', data, '-m', 'immediate', '-w', '-t', String(PG_CTL_WAIT_S)]);
     const base = `postgres://postgres@127.0.0.1:${port}`;
     return {
       url: `${base}/postgres`,
@@ -122,17 +135,19 @@ export async function startTemporaryCluster(): Promise<TemporaryCluster> {
         }
         return `${base}/${name}`;
       },
+      async interrupt() {
+        const client = new pg.Client({ connectionString: `${base}/postgres` });
+        await client.connect();
+        try {
+          await client.query('CHECKPOINT');
+        } finally {
+          await client.end();
+        }
+        await stopAtOnce();
+      },
+      resume: start,
       async stop() {
-        await exec('pg_ctl', [
-          'stop',
-          '-D',
-          data,
-          '-m',
-          'immediate',
-          '-w',
-          '-t',
-          String(PG_CTL_WAIT_S),
-        ]).catch(() => undefined);
+        await stopAtOnce().catch(() => undefined);
         await rm(root, { recursive: true, force: true });
       },
     };

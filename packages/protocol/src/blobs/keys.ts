@@ -31,3 +31,56 @@ export function assertBlobKey(key: unknown): asserts key is string {
     throw new TypeError(`invalid blob key ${JSON.stringify(String(key)).slice(0, 80)}`);
   }
 }
+
+/**
+ * Guard of `BlobStore.list`: `prefix` is a key prefix ending in `/` (`intake/`, `a/b/`), whose
+ * segments follow the key grammar.
+ * @throws {TypeError} otherwise.
+ */
+export function assertBlobKeyPrefix(prefix: unknown): asserts prefix is string {
+  if (
+    typeof prefix !== 'string' ||
+    !prefix.endsWith('/') ||
+    !isBlobKey(prefix.slice(0, -1)) ||
+    prefix.split('/').length > MAX_BLOB_KEY_SEGMENTS
+  ) {
+    throw new TypeError(
+      `invalid blob key prefix ${JSON.stringify(String(prefix)).slice(0, 80)}: segments ending in /`,
+    );
+  }
+}
+
+/** Longest `startAfter` of a listing: S3's longest object key, in characters. */
+const MAX_LIST_CURSOR_CHARS = 1024;
+
+/**
+ * Guard of `BlobStore.list`'s options: a valid `modifiedBefore`, a whole `limit` from 1 to
+ * `maxLimit`, and a `startAfter` (when given) under `prefix`: a key, or whatever name a bucket
+ * listed last (a listing steps over names that are not keys, but continues after them).
+ * @throws {TypeError} otherwise.
+ */
+export function assertBlobListOptions(
+  prefix: string,
+  options: {
+    readonly modifiedBefore: Date;
+    readonly limit: number;
+    readonly startAfter?: string | undefined;
+  },
+  maxLimit: number,
+): void {
+  if (!(options.modifiedBefore instanceof Date) || Number.isNaN(options.modifiedBefore.getTime())) {
+    throw new TypeError('modifiedBefore must be a valid Date');
+  }
+  if (!Number.isSafeInteger(options.limit) || options.limit < 1 || options.limit > maxLimit) {
+    throw new TypeError(`limit must be an integer from 1 to ${maxLimit}, got ${options.limit}`);
+  }
+  const { startAfter } = options;
+  if (
+    startAfter !== undefined &&
+    (typeof startAfter !== 'string' ||
+      !startAfter.startsWith(prefix) ||
+      startAfter.length > MAX_LIST_CURSOR_CHARS)
+  ) {
+    throw new TypeError('startAfter must be a name under the prefix');
+  }
+}

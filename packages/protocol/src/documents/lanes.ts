@@ -39,6 +39,38 @@ export function tooLargeForLane(limits: LaneLimits, sizeBytes: number | undefine
   });
 }
 
+/**
+ * `body`, reaching the test-mode failpoint `intake-partial` when the blob store asks for more
+ * after taking the first chunk (so some bytes are in the intake, and the rest are not). Without a
+ * failpoint hook, `body` itself.
+ */
+function withIntakeFailpoint(
+  api: ApiContext,
+  body: ReadableStream<Uint8Array>,
+): ReadableStream<Uint8Array> {
+  const failpoint = api.settings.failpoint;
+  if (failpoint === undefined) return body;
+  const reader = body.getReader();
+  let chunks = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (chunks > 0) failpoint('intake-partial');
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          return;
+        }
+        chunks += 1;
+        controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    // Pulled only when the store reads: the second pull means the first chunk was written.
+    { highWaterMark: 0 },
+  );
+}
+
 function declaredLength(request: Request): number | undefined {
   const value = request.headers.get('Content-Length');
   if (value === null || !/^\d+$/.test(value.trim())) return undefined;
@@ -74,7 +106,9 @@ export async function receiveRaw(
   }
   let sizeBytes: number;
   try {
-    ({ sizeBytes } = await api.blobs.put(intakeKey, request.body, { maxBytes: length }));
+    ({ sizeBytes } = await api.blobs.put(intakeKey, withIntakeFailpoint(api, request.body), {
+      maxBytes: length,
+    }));
   } catch (error) {
     if (error instanceof BlobTooLargeError) {
       throw new ValidationError([
@@ -157,6 +191,9 @@ export async function receiveMultipart(
       void (stored ?? Promise.resolve(undefined))
         .catch(() => undefined)
         .then(() => api.blobs.delete(intakeKey))
+        // A store that cannot delete now (out of reach) must not turn this into an unhandled
+        // rejection; the refusal below is the answer either way.
+        .catch(() => undefined)
         .finally(() => {
           reject(failure ?? error);
         });
@@ -189,9 +226,11 @@ export async function receiveMultipart(
         );
       });
       fileStream = stream;
-      stored = api.blobs.put(intakeKey, Readable.toWeb(stream) as ReadableStream<Uint8Array>, {
-        maxBytes: limits.maxFileSizeBytes,
-      });
+      stored = api.blobs.put(
+        intakeKey,
+        withIntakeFailpoint(api, Readable.toWeb(stream) as ReadableStream<Uint8Array>),
+        { maxBytes: limits.maxFileSizeBytes },
+      );
       stored.catch((error: unknown) => {
         fail(
           error instanceof BlobTooLargeError

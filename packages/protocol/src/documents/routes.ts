@@ -1,4 +1,5 @@
 import { SCOPE_API } from '../auth/principal.ts';
+import { intakeKeyOf } from '../domain/blob-ownership.ts';
 import { newId } from '../domain/ids.ts';
 import type { DocumentRecord, Lane, Organisation } from '../domain/types.ts';
 import type { ApiContext, Handler, RequestContext } from '../http/context.ts';
@@ -6,6 +7,7 @@ import { asJsonObject, readJsonBody } from '../http/json-body.ts';
 import { jsonResponse } from '../http/negotiation.ts';
 import { organisationGone, ProblemError } from '../http/problem-error.ts';
 import { FieldErrors, parseBoolean, parseNonNegativeInt32 } from '../http/validation.ts';
+import { StorageUnavailableError } from '../ports.ts';
 import type { AcceptResult, NewDocument } from '../ports.ts';
 import { toEnvelope, isDownloadable, statusUrlOf } from './envelope.ts';
 import { assertFileName } from './file-name.ts';
@@ -180,6 +182,12 @@ function acceptProblem(
         detail: `The uploaded file is over the plan's ${result.maxSizeBytes}-byte upload ceiling.`,
         extensions: { maxSizeBytes: result.maxSizeBytes },
       });
+    case 'claim_lost':
+      // A retry took the key over while this request ran (this one looked gone): it answers.
+      return new ProblemError('IdempotencyKeyInFlight', {
+        detail:
+          'A retry with this Idempotency-Key took it over while this request ran; that retry answers for it.',
+      });
     default:
       return refusalProblem(result, now);
   }
@@ -223,7 +231,14 @@ async function waitForTerminal(
       AbortSignal.timeout(Math.min(remaining, 1000)),
     ]);
     await api.events.waitForFinish(current.id, stop).catch(() => undefined);
-    current = (await api.store.getDocument(current.organisationId, current.id)) ?? current;
+    try {
+      current = (await api.store.getDocument(current.organisationId, current.id)) ?? current;
+    } catch (error) {
+      // The document is accepted and charged: a 503 now would read as "not accepted, send it
+      // again" and bill it twice. Stop waiting and answer 202; the caller polls once it is back.
+      if (error instanceof StorageUnavailableError) break;
+      throw error;
+    }
   }
   return current;
 }
@@ -262,7 +277,7 @@ export const submitDocument: Handler = async (context) => {
       uploadId: body.uploadId,
     };
   } else {
-    const intakeKey = `intake/${documentId}`;
+    const intakeKey = intakeKeyOf(documentId);
     let received: ReceivedFile;
     if (rawFileName !== undefined) {
       received = await receiveRaw(api, request, rawFileName, intakeKey, limits);
@@ -286,15 +301,39 @@ export const submitDocument: Handler = async (context) => {
         (lane === 'raw' ? query.deleteAfterDownload : received.deleteAfterDownload) ?? false,
       statusStyle202: query.statusStyle202,
     };
+    api.settings.failpoint?.('intake-stored');
   }
 
+  const claim = context.idempotency;
+  if (claim !== undefined) {
+    // Recorded on the key with the document, in its transaction (README "Idempotency").
+    input = {
+      ...input,
+      idempotency: {
+        organisationId: claim.organisationId,
+        key: claim.key,
+        owner: claim.owner,
+        requestHash: await claim.requestHash(),
+      },
+    };
+  }
   const now = api.clock.now();
-  const result = await api.store.acceptDocument(input, now);
+  let result: AcceptResult;
+  try {
+    result = await api.store.acceptDocument(input, now);
+  } catch (error) {
+    // Not accepted (the database out of reach or full): the bytes stored for it are nobody's.
+    // Should the commit have landed with its answer lost, the document then fails for want of
+    // its bytes and is refunded, so a caller told 503 never pays for what it sends again.
+    if (input.intakeKey !== '') await api.blobs.delete(input.intakeKey).catch(() => undefined);
+    throw error;
+  }
   if (result.kind !== 'accepted') {
     // Refused after the bytes arrived (a race with another submission): nothing is kept.
     if (input.intakeKey !== '') await api.blobs.delete(input.intakeKey);
     throw acceptProblem(api, result, now);
   }
+  api.settings.failpoint?.('document-accepted');
   api.events.queued(result.document.id);
   api.observer.accepted({
     planType: result.organisation.planType,
@@ -311,11 +350,37 @@ export const submitDocument: Handler = async (context) => {
     'document accepted',
   );
 
+  return answerSubmission(context, {
+    document: result.document,
+    organisation: result.organisation,
+    lane,
+    query,
+    prefer,
+  });
+};
+
+/** What {@link answerSubmission} answers for. */
+interface Submission {
+  readonly document: DocumentRecord;
+  /** The organisation after the document's charge (for usage headers). */
+  readonly organisation: Organisation;
+  readonly lane: Lane;
+  readonly query: SubmitQuery;
+  readonly prefer: ReturnType<typeof parsePrefer>;
+}
+
+/** The answer to an accepted submission: 202, or in sync mode the wait and then 200 or 202. */
+async function answerSubmission(
+  context: RequestContext,
+  submission: Submission,
+): Promise<Response> {
+  const { api, request } = context;
+  const { lane, query, prefer, organisation } = submission;
   // Usage after this document's charge (README "Plans, metering and usage").
-  const headers = new Headers(usageHeaders(result.organisation));
+  const headers = new Headers(usageHeaders(organisation));
   // The upload lane skips the sync wait (`submitDocument` 202): large files are not held open.
   const budget = lane === 'reference' ? undefined : syncBudgetMs(api, query, prefer);
-  let document = result.document;
+  let document = submission.document;
   if (budget !== undefined) {
     const applied: string[] = [];
     if (prefer.respondSync) applied.push('respond-sync');
@@ -327,7 +392,13 @@ export const submitDocument: Handler = async (context) => {
   if (isTerminal(document.status) && budget !== undefined) {
     if (document.status === 'failed') {
       // A failed document was credited back: the usage headers show the account after that.
-      const refunded = await api.store.getOrganisation(organisation.id, api.clock.now());
+      const refunded = await api.store
+        .getOrganisation(organisation.id, api.clock.now())
+        .catch((error: unknown) => {
+          // The answer is known; only its usage headers would be stale. Never a 503 for it.
+          if (error instanceof StorageUnavailableError) return undefined;
+          throw error;
+        });
       if (refunded) {
         for (const [name, value] of Object.entries(usageHeaders(refunded))) {
           headers.set(name, value);
@@ -339,6 +410,32 @@ export const submitDocument: Handler = async (context) => {
   headers.set('Location', statusUrlOf(api, document));
   headers.set('Retry-After', String(api.settings.pollAfterSeconds));
   return jsonResponse(request, envelope, { status: 202, headers });
+}
+
+/**
+ * `POST /v1/documents` retried under an `Idempotency-Key` whose first request accepted
+ * `documentId` (charged once, with the key recording it) and then died before its response was
+ * stored: the answer is that document's, as the first request would have given it now — 202
+ * with `Location` and `Retry-After`, or the sync wait when asked — and nothing is created or
+ * charged again. The retry's fingerprint equals the first request's, so its query is the same.
+ */
+export const resumeSubmission = async (
+  context: RequestContext,
+  documentId: string,
+): Promise<Response> => {
+  const { api, request, url } = context;
+  const lane = laneOf(request.headers.get('Content-Type'));
+  const query = parseSubmitQuery(url, lane);
+  const prefer = parsePrefer(request.headers.get('Prefer'));
+  const organisation = await organisationOf(context);
+  const document = await api.store.getDocument(organisation.id, documentId);
+  // Documents are never removed, only their files: a missing one is a bug, not the caller's.
+  if (!document) throw new Error(`document ${documentId} recorded on an idempotency key is gone`);
+  api.logger.info(
+    { documentId, organisationId: organisation.id },
+    'idempotent retry answered for the document its first request accepted',
+  );
+  return answerSubmission(context, { document, organisation, lane, query, prefer });
 };
 
 function documentIdParam(context: RequestContext): string {

@@ -1,7 +1,22 @@
 import type { ApiKeyCache } from '../auth/api-key-cache.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { ApiObserver, DisarmApiConfig, DocsAsset, Logger, Readiness } from '../config.ts';
-import type { BlobStore, Clock, DocumentEvents, Random, StateStore } from '../ports.ts';
+import type {
+  ApiFailpoint,
+  ApiObserver,
+  DisarmApiConfig,
+  DocsAsset,
+  Logger,
+  Readiness,
+} from '../config.ts';
+import type {
+  BlobStore,
+  Clock,
+  DocumentEvents,
+  IdempotencyHold,
+  ProcessIdentity,
+  Random,
+  StateStore,
+} from '../ports.ts';
 
 /** The API's configuration with every default resolved. */
 export interface ApiSettings {
@@ -15,6 +30,8 @@ export interface ApiSettings {
   readonly manualClock: DisarmApiConfig['manualClock'];
   readonly readiness: () => Promise<Readiness>;
   readonly docsAssets: ((name: string) => Promise<DocsAsset | undefined>) | undefined;
+  /** Test mode's crash points ({@link DisarmApiConfig.failpoint}); `undefined` otherwise. */
+  readonly failpoint: ((step: ApiFailpoint) => void) | undefined;
 }
 
 /** What every handler can reach. */
@@ -32,6 +49,20 @@ export interface ApiContext {
   readonly apiKeys: ApiKeyCache;
   /** Aborts when the API is shutting down (sync waits then answer at once). */
   readonly closing: AbortSignal;
+  /** This process, as `Idempotency-Key` claims record it. */
+  readonly processIdentity: ProcessIdentity;
+}
+
+/**
+ * The `Idempotency-Key` claim a request runs under (set by the idempotency step): what it creates
+ * is recorded on the claim in the same transaction (`NewDocument.idempotency`).
+ */
+export interface IdempotencyContext extends IdempotencyHold {
+  /**
+   * The request's fingerprint. Resolves once the body has been read to its end: call it after
+   * the route has consumed the body.
+   */
+  requestHash(): Promise<string>;
 }
 
 /** One request on its way through the pipeline. */
@@ -48,6 +79,8 @@ export interface RequestContext {
   readonly principal: Principal | undefined;
   /** Headers every response of this request carries (usage, rate-limit fields). */
   readonly responseHeaders: Headers;
+  /** The request's `Idempotency-Key` claim, on idempotent routes called with a key. */
+  readonly idempotency?: IdempotencyContext;
 }
 
 /** A route handler. */
@@ -85,5 +118,6 @@ export function resolveSettings(config: DisarmApiConfig): ApiSettings {
     manualClock: config.manualClock,
     readiness: config.readiness ?? (() => Promise.resolve({ ready: true })),
     docsAssets: config.docsAssets,
+    failpoint: config.failpoint,
   };
 }

@@ -235,7 +235,8 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemType>> = {
   ServiceUnavailable: {
     status: 503,
     title: 'Service unavailable',
-    description: 'The service is shutting down or not ready.',
+    description:
+      'The service is shutting down or not ready, or cannot reach its database or store files just now (a disk full, a database restarting). Nothing was done; `Retry-After` says when to try again.',
   },
   OAuthClientNotFound: {
     status: 404,

@@ -148,6 +148,12 @@ export class RequestFingerprint {
   readonly #bytes = sha256.create();
   readonly #meaning: BodyMeaning | undefined;
   #complete = false;
+  #markComplete: () => void = () => undefined;
+  /** Resolves once the body has been read to its end. */
+  readonly #completed = new Promise<void>((resolve) => {
+    this.#markComplete = resolve;
+  });
+  #digest: Promise<string> | undefined;
 
   constructor(request: Request, url: URL) {
     const query = [...url.searchParams.entries()]
@@ -162,7 +168,12 @@ export class RequestFingerprint {
         : mediaType === 'application/json'
           ? jsonMeaning()
           : undefined;
-    if (!request.body) this.#complete = true;
+    if (!request.body) this.#finish();
+  }
+
+  #finish(): void {
+    this.#complete = true;
+    this.#markComplete();
   }
 
   /** The body, passing every chunk through the fingerprint on its way. */
@@ -175,7 +186,7 @@ export class RequestFingerprint {
           controller.enqueue(chunk);
         },
         flush: () => {
-          this.#complete = true;
+          this.#finish();
         },
       }),
     );
@@ -190,14 +201,31 @@ export class RequestFingerprint {
         if (done) break;
       }
     }
-    this.#complete = true;
+    this.#finish();
   }
 
   /** The hex digest, or `undefined` while the body has not been read to its end. */
   async digest(): Promise<string | undefined> {
     if (!this.#complete) return undefined;
-    const bytes = toHex(this.#bytes.digest());
-    const meaning = (await this.#meaning?.end()) ?? `bytes:${bytes}`;
-    return toHex(sha256(encoder.encode(`${this.#head}\n${meaning}`)));
+    return this.#computed();
+  }
+
+  /**
+   * The hex digest once the body has been read to its end (by the handler it was tapped for).
+   * Waits for that end: call it once the body has been consumed.
+   */
+  async settledDigest(): Promise<string> {
+    await this.#completed;
+    return this.#computed();
+  }
+
+  /** Computed once: the hashes and the meaning's parser can be finished only once. */
+  #computed(): Promise<string> {
+    this.#digest ??= (async () => {
+      const bytes = toHex(this.#bytes.digest());
+      const meaning = (await this.#meaning?.end()) ?? `bytes:${bytes}`;
+      return toHex(sha256(encoder.encode(`${this.#head}\n${meaning}`)));
+    })();
+    return this.#digest;
   }
 }

@@ -4,6 +4,7 @@ import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 import { SCOPE_ADMIN } from '../auth/principal.ts';
 import type { BearerVerifier, Principal } from '../auth/principal.ts';
 import type { Logger } from '../config.ts';
+import { StorageUnavailableError } from '../ports.ts';
 import type { Clock, StateStore } from '../ports.ts';
 import {
   ACCESS_TOKEN_LIFETIME_SECONDS,
@@ -308,6 +309,9 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       );
       if (error instanceof Refusal) onRefusal?.(error.publicDetail);
       else if (error instanceof errors.JOSEError) onRefusal?.(joseRefusalDetail(error));
+      // The database is out of reach: the token may well be good, so the answer is 503 and
+      // Retry-After (as for every request meanwhile), not a 401 that reads as a bad credential.
+      else if (error instanceof StorageUnavailableError) throw error;
       else {
         // A fault (the store, the JWKS fetch): worth more than a debug line, and nothing of it
         // reaches the caller.

@@ -34,6 +34,12 @@ export const HEADERS = {
     schema: { type: 'integer', minimum: 0 },
     example: 2,
   },
+  retryAfterUnavailable: {
+    description: 'Seconds to wait before sending the request again.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+    example: 15,
+  },
   retryAfter: {
     description:
       'RFC 9110 10.2.3. RateLimited: seconds until the window resets. QuotaExceeded: the period end (an HTTP-date, or seconds until it).',
@@ -236,7 +242,9 @@ export const SHARED_RESPONSES = {
     description: 'Something failed inside the service; the details are in its logs, never here.',
   }),
   ServiceUnavailable: problemResponse(['ServiceUnavailable'], {
-    description: 'The process is shutting down or not ready; retry on another instance or later.',
+    description:
+      'The process is shutting down or not ready, or cannot reach its database or store files just now (nothing was done); retry on another instance or after `Retry-After`.',
+    headers: { 'Retry-After': HEADERS.retryAfterUnavailable },
   }),
   MethodNotAllowed: problemResponse(['MethodNotAllowed'], {
     description: 'The path exists but not with this method; `Allow` lists the methods it answers.',

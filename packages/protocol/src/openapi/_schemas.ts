@@ -666,6 +666,13 @@ const healthStatus: SchemaObject = {
         { svg: 'chromium', html: 'chromium', htm: 'chromium', ods: 'builtin', odp: 'builtin' },
       ],
     },
+    checks: {
+      type: 'object',
+      description:
+        'Readiness only: how each dependency stands. `database` is `ok` or `unreachable` (not ready); `blobs` is `ok` or `unavailable` (a full disk, a failing bucket: submissions answer 503, status reads still work, so the process stays ready).',
+      additionalProperties: { type: 'string' },
+      examples: [{ database: 'unreachable', blobs: 'ok' }],
+    },
   },
 };
 

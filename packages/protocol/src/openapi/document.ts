@@ -149,7 +149,7 @@ const PARAMETERS = {
     name: 'Idempotency-Key',
     in: 'header',
     description:
-      'For 24 hours a retry with the same key replays the first response byte for byte (`Idempotency-Replayed: true`). A concurrent duplicate gets 409 IdempotencyKeyInFlight; the key on another endpoint 422 IdempotencyKeyEndpointMismatch; with another body 422 IdempotencyKeyReused.',
+      'For 24 hours a retry with the same key replays the first response byte for byte (`Idempotency-Replayed: true`). A concurrent duplicate gets 409 IdempotencyKeyInFlight while the first request runs; once that request has died (a crash), a retry is answered at once, for the document or upload it created if it created one; the key on another endpoint 422 IdempotencyKeyEndpointMismatch; with another body 422 IdempotencyKeyReused.',
     schema: { type: 'string', minLength: 1, maxLength: 200 },
   },
 } as const satisfies Record<string, ParameterObject>;

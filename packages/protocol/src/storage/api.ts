@@ -1,12 +1,13 @@
 import type { Logger } from '../config.ts';
 import { problemResponse } from '../http/problem-response.ts';
 import type { ProblemCode } from '../http/problems.ts';
-import { BlobDigestMismatchError, BlobTooLargeError } from '../ports.ts';
+import { BlobDigestMismatchError, BlobTooLargeError, StorageUnavailableError } from '../ports.ts';
 import type { BlobStore, Clock, StateStore } from '../ports.ts';
 import { STORAGE_PATH_PREFIX } from './signer.ts';
 import type { LinkSigner } from './signer.ts';
 import { bufferedResponse } from '../http/buffered-response.ts';
 import { problemInstance, REQUEST_ID_HEADER, requestIdOf } from '../http/request-id.ts';
+import { unavailableProblem } from '../http/unavailable.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
 import { cryptoRandom } from '../domain/ids.ts';
 
@@ -120,9 +121,15 @@ export function createStorageApi(options: StorageApiOptions): {
         await blobs.delete(claims.key);
         return problem('NoFileProvided', 'The upload body is empty.');
       }
-      if (!(await store.markUploaded(uploadId, sizeBytes, clock.now()))) {
-        return problem('UploadAlreadyUploaded');
+      let recorded: boolean;
+      try {
+        recorded = await store.markUploaded(uploadId, sizeBytes, clock.now());
+      } catch (error) {
+        // Unrecorded bytes are nobody's: the link stays usable for a retry, which finds no blob.
+        await blobs.delete(claims.key).catch(() => undefined);
+        throw error;
       }
+      if (!recorded) return problem('UploadAlreadyUploaded');
       return bufferedResponse(null, { status: 201, headers: { 'Cache-Control': 'no-store' } });
     } catch (error) {
       if (error instanceof BlobTooLargeError) {
@@ -162,6 +169,11 @@ export function createStorageApi(options: StorageApiOptions): {
           return problem('MethodNotAllowed', undefined, { Allow: 'GET, HEAD, PUT' });
       }
     } catch (error) {
+      if (error instanceof StorageUnavailableError) {
+        const { detail, headers } = unavailableProblem(error);
+        options.logger?.debug?.({ err: error, requestId }, 'storage request refused: unavailable');
+        return problem('ServiceUnavailable', detail, headers);
+      }
       options.logger?.error({ err: error, requestId }, 'storage request failed');
       return problem('InternalError', 'The storage request failed.');
     }

@@ -2,7 +2,7 @@ import { md5 as md5Digest } from '@noble/hashes/legacy.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { UPLOAD_CONTENT_TYPE } from '../storage/api.ts';
-import { BlobDigestMismatchError, BlobTooLargeError } from '../ports.ts';
+import { BlobDigestMismatchError, BlobTooLargeError, MAX_BLOB_LIST_LIMIT } from '../ports.ts';
 import type { BlobStore } from '../ports.ts';
 
 /** A blob store opened for one test of {@link describeBlobStoreContract}. */
@@ -23,13 +23,16 @@ export interface BlobStoreContractHandle {
   readonly close: () => Promise<void>;
 }
 
+const MINUTE_MS = 60_000;
+
 /** Large enough to take several parts in a multipart write of 5 MiB parts. */
 const LARGE_BYTES = 11 * 1024 * 1024 + 17;
 
 /**
  * Declares the vitest suite every {@link BlobStore} must pass: streamed writes with their size
  * ceiling and Content-MD5 check (nothing kept on refusal, the previous bytes untouched), reads,
- * sizes, idempotent deletes, the key grammar, and signed links a client can follow.
+ * sizes, idempotent deletes, paged listings by prefix and age (never an unfinished write), the
+ * key grammar, and signed links a client can follow.
  *
  * @example
  * ```ts
@@ -246,6 +249,106 @@ export function describeBlobStoreContract(
       const { blobs } = current();
       await expect(blobs.put('k', streamOf(['x']), { maxBytes: -1 })).rejects.toThrow(TypeError);
       await expect(blobs.put('k', streamOf(['x']), { maxBytes: 1.5 })).rejects.toThrow(TypeError);
+    });
+
+    it('lists the blobs under a prefix in key order, paged, with their size and time', async () => {
+      const { blobs } = current();
+      const before = new Date(Date.now() - MINUTE_MS);
+      for (const key of ['intake/d3', 'intake/d1', 'intake/nested/d2', 'intake/d4', 'intakes/x']) {
+        await blobs.put(key, streamOf([key]), { maxBytes: 100 });
+      }
+      await blobs.put('output/d1', streamOf(['out']), { maxBytes: 100 });
+      const soon = new Date(Date.now() + MINUTE_MS);
+      const all = await blobs.list('intake/', { modifiedBefore: soon, limit: 10 });
+      expect(all.next).toBeUndefined();
+      expect(all.blobs.map((blob) => [blob.key, blob.sizeBytes])).toEqual([
+        ['intake/d1', 9],
+        ['intake/d3', 9],
+        ['intake/d4', 9],
+        ['intake/nested/d2', 16],
+      ]);
+      for (const blob of all.blobs) {
+        expect(blob.modifiedAt.getTime()).toBeGreaterThanOrEqual(before.getTime());
+        expect(blob.modifiedAt.getTime()).toBeLessThan(soon.getTime());
+      }
+
+      // Pages look at `limit` keys each and continue after the last one looked at.
+      const first = await blobs.list('intake/', { modifiedBefore: soon, limit: 3 });
+      expect(first.blobs.map((blob) => blob.key)).toEqual(['intake/d1', 'intake/d3', 'intake/d4']);
+      expect(first.next).toBe('intake/d4');
+      const second = await blobs.list('intake/', {
+        modifiedBefore: soon,
+        limit: 3,
+        startAfter: first.next,
+      });
+      expect(second).toEqual({ blobs: [all.blobs[3]], next: undefined });
+
+      // Written after `modifiedBefore`: looked at (the page moves on), not listed.
+      const old = await blobs.list('intake/', { modifiedBefore: before, limit: 2 });
+      expect(old).toEqual({ blobs: [], next: 'intake/d3' });
+      expect(await blobs.list('nothing/', { modifiedBefore: soon, limit: 5 })).toEqual({
+        blobs: [],
+        next: undefined,
+      });
+    });
+
+    it('never lists a write still in progress', async () => {
+      const { blobs } = current();
+      let pulls = 0;
+      let secondPull: () => void = () => undefined;
+      const pulledTwice = new Promise<void>((resolve) => {
+        secondPull = resolve;
+      });
+      let finish: () => void = () => undefined;
+      const finished = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      const body = new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            pulls += 1;
+            if (pulls === 1) {
+              controller.enqueue(bytes('first part'));
+              return;
+            }
+            secondPull();
+            await finished;
+            controller.close();
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      const writing = blobs.put('intake/doc_1', body, { maxBytes: 100 });
+      await pulledTwice;
+      const soon = new Date(Date.now() + MINUTE_MS);
+      expect(await blobs.list('intake/', { modifiedBefore: soon, limit: 10 })).toEqual({
+        blobs: [],
+        next: undefined,
+      });
+      finish();
+      await writing;
+      expect(
+        (await blobs.list('intake/', { modifiedBefore: soon, limit: 10 })).blobs.map(
+          (blob) => blob.key,
+        ),
+      ).toEqual(['intake/doc_1']);
+    });
+
+    it('refuses a bad prefix or page size as a TypeError', async () => {
+      const { blobs } = current();
+      const modifiedBefore = new Date();
+      for (const prefix of ['', 'intake', '/intake/', '../', 'a//', '.hidden/']) {
+        await expect(blobs.list(prefix, { modifiedBefore, limit: 1 })).rejects.toThrow(TypeError);
+      }
+      for (const limit of [0, -1, 1.5, MAX_BLOB_LIST_LIMIT + 1]) {
+        await expect(blobs.list('intake/', { modifiedBefore, limit })).rejects.toThrow(TypeError);
+      }
+      await expect(
+        blobs.list('intake/', { modifiedBefore, limit: 1, startAfter: 'output/x' }),
+      ).rejects.toThrow(TypeError);
+      await expect(
+        blobs.list('intake/', { modifiedBefore: new Date(Number.NaN), limit: 1 }),
+      ).rejects.toThrow(TypeError);
     });
 
     it('signs a download link that serves the bytes as an attachment with its file name', async () => {

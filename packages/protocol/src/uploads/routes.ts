@@ -1,9 +1,11 @@
+import { uploadKeyOf } from '../domain/blob-ownership.ts';
 import { newId } from '../domain/ids.ts';
 import type { UploadRecord } from '../domain/types.ts';
 import { assertFileName } from '../documents/file-name.ts';
 import { organisationOf } from '../documents/routes.ts';
 import { refusalProblem } from '../documents/refusals.ts';
-import type { Handler } from '../http/context.ts';
+import type { Handler, RequestContext } from '../http/context.ts';
+import { ProblemError } from '../http/problem-error.ts';
 import { asJsonObject, readJsonBody } from '../http/json-body.ts';
 import { jsonResponse } from '../http/negotiation.ts';
 import { FieldErrors } from '../http/validation.ts';
@@ -41,7 +43,7 @@ export const createUpload: Handler = async (context) => {
     id,
     organisationId: organisation.id,
     fileName,
-    blobKey: `uploads/${id}`,
+    blobKey: uploadKeyOf(id),
     createdAt: now,
     putExpiresAt: new Date(now.getTime() + UPLOAD_LINK_MS),
     expiresAt: new Date(now.getTime() + UPLOAD_WINDOW_MS),
@@ -51,16 +53,44 @@ export const createUpload: Handler = async (context) => {
     submittedAt: null,
     documentId: null,
   };
-  await api.store.createUpload(record);
+  const claim = context.idempotency;
+  const created = await api.store.createUpload(
+    record,
+    claim === undefined
+      ? undefined
+      : {
+          organisationId: claim.organisationId,
+          key: claim.key,
+          owner: claim.owner,
+          requestHash: await claim.requestHash(),
+        },
+  );
+  if (!created) {
+    throw new ProblemError('IdempotencyKeyInFlight', {
+      detail:
+        'A retry with this Idempotency-Key took it over while this request ran; that retry answers for it.',
+    });
+  }
+  api.settings.failpoint?.('upload-created');
+  api.logger.info({ uploadId: id, organisationId: organisation.id }, 'upload created');
+  return uploadAnswer(context, record, usageHeaders(organisation));
+};
+
+/** The 201 of an upload: its envelope with a link signed now. */
+async function uploadAnswer(
+  context: RequestContext,
+  record: UploadRecord,
+  headers: Record<string, string>,
+): Promise<Response> {
+  const { api, request } = context;
   const link = await api.blobs.signedUploadUrl(record.blobKey, {
     expiresAt: record.putExpiresAt,
     maxBytes: record.maxSizeBytes,
   });
-  api.logger.info({ uploadId: id, organisationId: organisation.id }, 'upload created');
   return jsonResponse(
     request,
     {
-      uploadId: id,
+      uploadId: record.id,
       uploadUrl: link.url,
       method: link.method,
       requiredHeaders: link.requiredHeaders,
@@ -68,6 +98,21 @@ export const createUpload: Handler = async (context) => {
       expiresAt: record.putExpiresAt.toISOString(),
     },
     // Nothing is charged yet: the usage is what a submission would be measured against.
-    { status: 201, headers: usageHeaders(organisation) },
+    { status: 201, headers },
   );
+}
+
+/**
+ * `POST /v1/uploads` retried under an `Idempotency-Key` whose first request created `uploadId`
+ * and died before its response was stored: the 201 of that upload (its link signed again, with
+ * the same expiry), never a second upload.
+ */
+export const resumeUpload = async (
+  context: RequestContext,
+  uploadId: string,
+): Promise<Response> => {
+  const organisation = await organisationOf(context);
+  const record = await context.api.store.getUpload(organisation.id, uploadId);
+  if (!record) throw new Error(`upload ${uploadId} recorded on an idempotency key is gone`);
+  return uploadAnswer(context, record, usageHeaders(organisation));
 };

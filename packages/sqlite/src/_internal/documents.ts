@@ -1,10 +1,13 @@
 import {
+  assertOwnershipKeys,
   assertTransition,
   decideAcceptance,
   deletionOf,
+  documentIdsNamedBy,
   endDocument,
   isLive,
   lapsedLeaseOutcome,
+  ownedBlobKeys,
   refundFailure,
   submitRefusal,
 } from '@disarm/protocol';
@@ -12,6 +15,7 @@ import type { AcceptResult, DocumentRecord, DocumentResult, SweepItem } from '@d
 import type { Database } from 'better-sqlite3';
 
 import type { OrganisationRows } from './accounts.ts';
+import type { ClaimRows } from './requests.ts';
 import { checkedDate, toDocument, toFlag, toMillis, toMillisOrNull, toUpload } from './rows.ts';
 import type { DocumentRow, UploadRow } from './rows.ts';
 import type { SyncStateStore } from './sync.ts';
@@ -36,6 +40,7 @@ export type DocumentOps = Pick<
   | 'markUploaded'
   | 'listSweepable'
   | 'markSwept'
+  | 'ownedBlobKeys'
 >;
 
 /** Documents whose last read this connection remembers (a few MB at most). */
@@ -81,8 +86,19 @@ interface SweepRow {
   readonly blob_key: string;
 }
 
+/** What ownership reads of an upload. */
+interface UploadBlobRow {
+  readonly blob_key: string;
+  readonly submitted_at: number | null;
+  readonly blob_removed_at: number | null;
+}
+
 /** Creates the document operations over `db`. */
-export function createDocumentOps(db: Database, organisations: OrganisationRows): DocumentOps {
+export function createDocumentOps(
+  db: Database,
+  organisations: OrganisationRows,
+  claims: ClaimRows,
+): DocumentOps {
   const selectDocument = db.prepare<[string], DocumentRow>('SELECT * FROM documents WHERE id = ?');
   const selectOwnDocument = db.prepare<[string, string], DocumentRow>(
     'SELECT * FROM documents WHERE organisation_id = ? AND id = ?',
@@ -224,6 +240,20 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
   const sweptUpload = db.prepare<[number, string]>(
     'UPDATE uploads SET blob_removed_at = ? WHERE id = ? AND blob_removed_at IS NULL',
   );
+  // Ownership of listed blobs: each a seek of the key columns' indexes (migration 9).
+  const documentsById = db.prepare<[string], DocumentRow>(
+    'SELECT * FROM documents WHERE id IN (SELECT value FROM json_each(?))',
+  );
+  const documentsByIntake = db.prepare<[string], DocumentRow>(
+    'SELECT * FROM documents WHERE intake_key IN (SELECT value FROM json_each(?))',
+  );
+  const documentsByOutput = db.prepare<[string], DocumentRow>(
+    'SELECT * FROM documents WHERE output_blob_key IN (SELECT value FROM json_each(?))',
+  );
+  const uploadsByBlob = db.prepare<[string], UploadBlobRow>(
+    `SELECT blob_key, submitted_at, blob_removed_at FROM uploads
+     WHERE blob_key IN (SELECT value FROM json_each(?))`,
+  );
 
   /** Ends `row` as `result`, refunding a failure; in the caller's transaction. */
   function end(row: DocumentRow, result: DocumentResult, at: Date): DocumentRow {
@@ -258,6 +288,10 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
 
   const acceptDocument = db.transaction<DocumentOps['acceptDocument']>(
     (input, at): AcceptResult => {
+      // A claim a retry took over is no longer this submission's: nothing is created or charged.
+      if (input.idempotency !== undefined && !claims.holds(input.idempotency)) {
+        return { kind: 'claim_lost' };
+      }
       const organisation = organisations.readForUpdate(input.organisationId, checkedDate(at));
       const upload =
         input.uploadId === undefined || organisation === undefined
@@ -289,6 +323,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
       if (decision.upload !== null) {
         consumeUpload.run(toMillis(at), document.id, decision.upload.id);
       }
+      if (input.idempotency !== undefined) claims.recordResource(input.idempotency, document.id);
 
       const stored = selectDocument.get(document.id);
       if (stored === undefined) throw new Error(`document ${document.id} was not stored`);
@@ -347,6 +382,48 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
       return failed;
     },
   );
+
+  const createUpload = db.transaction<DocumentOps['createUpload']>((record, idempotency) => {
+    if (idempotency !== undefined && !claims.holds(idempotency)) return false;
+    insertUpload.run({
+      id: record.id,
+      organisation_id: record.organisationId,
+      file_name: record.fileName,
+      blob_key: record.blobKey,
+      created_at: toMillis(record.createdAt),
+      put_expires_at: toMillis(record.putExpiresAt),
+      expires_at: toMillis(record.expiresAt),
+      max_size_bytes: record.maxSizeBytes,
+      uploaded_at: toMillisOrNull(record.uploadedAt),
+      size_bytes: record.sizeBytes,
+      submitted_at: toMillisOrNull(record.submittedAt),
+      document_id: record.documentId,
+      blob_removed_at: null,
+    });
+    if (idempotency !== undefined) claims.recordResource(idempotency, record.id);
+    return true;
+  });
+
+  // Run in the store's read scope: the three reads see one snapshot.
+  const ownedKeys: DocumentOps['ownedBlobKeys'] = (keys) => {
+    assertOwnershipKeys(keys);
+    if (keys.length === 0) return [];
+    const json = JSON.stringify(keys);
+    const documents = new Map<string, DocumentRecord>();
+    for (const row of [
+      ...documentsById.all(JSON.stringify(documentIdsNamedBy(keys))),
+      ...documentsByIntake.all(json),
+      ...documentsByOutput.all(json),
+    ]) {
+      if (!documents.has(row.id)) documents.set(row.id, toDocument(row));
+    }
+    const uploads = uploadsByBlob.all(json).map((row) => ({
+      blobKey: row.blob_key,
+      submittedAt: row.submitted_at === null ? null : new Date(row.submitted_at),
+      blobRemovedAt: row.blob_removed_at === null ? null : new Date(row.blob_removed_at),
+    }));
+    return ownedBlobKeys(keys, [...documents.values()], uploads);
+  };
 
   const markUploadedOnce = db.transaction<DocumentOps['markUploaded']>(
     (id, sizeBytes, at) => markUploaded.run(toMillis(at), sizeBytes, id).changes === 1,
@@ -423,23 +500,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
       };
     },
 
-    createUpload(record) {
-      insertUpload.run({
-        id: record.id,
-        organisation_id: record.organisationId,
-        file_name: record.fileName,
-        blob_key: record.blobKey,
-        created_at: toMillis(record.createdAt),
-        put_expires_at: toMillis(record.putExpiresAt),
-        expires_at: toMillis(record.expiresAt),
-        max_size_bytes: record.maxSizeBytes,
-        uploaded_at: toMillisOrNull(record.uploadedAt),
-        size_bytes: record.sizeBytes,
-        submitted_at: toMillisOrNull(record.submittedAt),
-        document_id: record.documentId,
-        blob_removed_at: null,
-      });
-    },
+    createUpload: (record, idempotency) => createUpload.immediate(record, idempotency),
     getUpload(organisationId, id) {
       const row = selectOwnUpload.get(organisationId, id);
       return row === undefined ? undefined : toUpload(row);
@@ -451,6 +512,7 @@ export function createDocumentOps(db: Database, organisations: OrganisationRows)
     markUploaded: (id, sizeBytes, at) => markUploadedOnce.immediate(id, sizeBytes, at),
 
     listSweepable: (at, graceMs, limit) => listSweepable(at, graceMs, limit),
+    ownedBlobKeys: ownedKeys,
     markSwept(item, at) {
       const atMs = toMillis(at);
       switch (item.kind) {

@@ -257,6 +257,29 @@ DROP INDEX documents_queue;
 CREATE INDEX documents_queue ON documents (status, submitted_at, id, retry_not_before);
 `;
 
+/**
+ * A claim on an Idempotency-Key belongs to a live request (README "Idempotency"): its owner (the
+ * request's token and its process's identity), its lease, and the document or upload it created,
+ * recorded in that resource's own transaction. Claims of older versions have no lease, so they
+ * are free at once: no key stays "in flight" across the upgrade.
+ */
+const MIGRATION_8_LIVE_IDEMPOTENCY_CLAIMS = `
+ALTER TABLE idempotency_keys ADD COLUMN owner TEXT;
+ALTER TABLE idempotency_keys ADD COLUMN owner_process TEXT;
+ALTER TABLE idempotency_keys ADD COLUMN held_until INTEGER;
+ALTER TABLE idempotency_keys ADD COLUMN resource_id TEXT;
+`;
+
+/**
+ * The orphan sweep asks which listed blobs a row still names (`ownedBlobKeys`): each key column
+ * gets an index, so the question costs a few seeks however many documents there are.
+ */
+const MIGRATION_9_BLOB_OWNERSHIP = `
+CREATE INDEX documents_intake_key ON documents (intake_key) WHERE intake_key IS NOT NULL;
+CREATE INDEX documents_output_key ON documents (output_blob_key) WHERE output_blob_key IS NOT NULL;
+CREATE INDEX uploads_blob_key ON uploads (blob_key);
+`;
+
 /** Every migration, oldest first. Append only: never edit one that has shipped. */
 const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: MIGRATION_1_INITIAL },
@@ -271,6 +294,8 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'document reason detail', sql: MIGRATION_5_REASON_DETAIL },
   { version: 6, name: 'document revision', sql: MIGRATION_6_DOCUMENT_REVISION },
   { version: 7, name: 'retry back-off', sql: MIGRATION_7_RETRY_BACKOFF },
+  { version: 8, name: 'live idempotency claims', sql: MIGRATION_8_LIVE_IDEMPOTENCY_CLAIMS },
+  { version: 9, name: 'blob ownership indexes', sql: MIGRATION_9_BLOB_OWNERSHIP },
 ];
 
 const CREATE_MIGRATIONS_TABLE = `

@@ -6,6 +6,7 @@ import type { DocumentRecord, Organisation, UploadRecord } from '../../domain/ty
 import type {
   AcceptResult,
   DocumentResult,
+  IdempotencyCompletion,
   NewDocument,
   NewOrganisation,
   StateStore,
@@ -205,4 +206,28 @@ export function inParallel<T>(
 /** How many entries of `values` equal `value`. */
 export function countOf<T>(values: readonly T[], value: T): number {
   return values.filter((entry) => entry === value).length;
+}
+
+/**
+ * Claims `key` of `organisationId` for the request `owner` at `at` on `endpoint`, failing the
+ * test when it is not claimed; returns the claim as a submission records it (fingerprint
+ * `hash-of-<owner>`).
+ */
+export async function claimKey(
+  store: StateStore,
+  organisationId: string,
+  key: string,
+  owner: string,
+  { at = T0, endpoint = 'POST /v1/documents' }: { at?: Date; endpoint?: string } = {},
+): Promise<IdempotencyCompletion> {
+  const claim = await store.claimIdempotencyKey({
+    organisationId,
+    key,
+    endpoint,
+    owner,
+    ownerProcess: 'process-1',
+    at,
+  });
+  expect(claim.kind, `claim of ${key} by ${owner}`).toBe('claimed');
+  return { organisationId, key, owner, requestHash: `hash-of-${owner}` };
 }

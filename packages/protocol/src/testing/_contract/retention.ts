@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import { MAX_OWNERSHIP_KEYS } from '../../domain/blob-ownership.ts';
 import type { StateStore, SweepItem } from '../../ports.ts';
 import {
   accept,
@@ -354,6 +355,87 @@ export function describeRetention(context: ContractContext): void {
       await store.markSwept(item, at);
       await store.markSwept(item, after(at, HOUR_MS));
       expect((await store.getDocument('org_a', 'doc_1'))?.outputRemovedAt).toEqual(at);
+    });
+  });
+
+  describe('ownedBlobKeys', () => {
+    it('names the blobs that live documents and uploads still own, in the order asked', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'growth');
+      await accept(store, newDocument('org_a', 'doc_leased'));
+      await processDocument(store, newDocument('org_a', 'doc_done'), 'completed', T0);
+      await processDocument(store, newDocument('org_a', 'doc_rejected'), REJECTED_RESULT, T0);
+      await accept(store, newDocument('org_a', 'doc_queued'), after(T0, SECOND_MS));
+      // The oldest pending one is leased: one in flight of each kind.
+      const leased = await leaseNext(store, 'worker-1', after(T0, 2 * SECOND_MS));
+      expect(leased.id).toBe('doc_leased');
+      await store.createUpload(newUpload('org_a', 'upl_waiting'));
+      await store.createUpload(newUpload('org_a', 'upl_swept'));
+      const keys = [
+        'uploads/upl_swept',
+        'intake/doc_leased',
+        'output/doc_leased',
+        'intake/doc_queued',
+        'output/doc_queued',
+        'intake/doc_done',
+        // `processDocument` finishes with the output key `outputs/<id>`.
+        'outputs/doc_done',
+        'output/doc_done',
+        'intake/doc_rejected',
+        'output/doc_rejected',
+        'uploads/upl_waiting',
+        'intake/doc_never_accepted',
+        'output/doc_never_accepted',
+        'uploads/upl_never_created',
+      ];
+      await store.markSwept(
+        { kind: 'expired-upload', id: 'upl_swept', blobKey: 'uploads/upl_swept' },
+        T0,
+      );
+      expect(await store.ownedBlobKeys(keys)).toEqual([
+        'intake/doc_leased',
+        'output/doc_leased',
+        'intake/doc_queued',
+        'output/doc_queued',
+        'intake/doc_done',
+        'outputs/doc_done',
+        'intake/doc_rejected',
+        'uploads/upl_waiting',
+      ]);
+
+      // Intakes deleted and outputs removed are nobody's any more.
+      await store.clearIntake('doc_done');
+      await store.markSwept(
+        { kind: 'intake', id: 'doc_rejected', blobKey: 'intake/doc_rejected' },
+        T0,
+      );
+      const expired = after(T0, DAY_MS);
+      const item = defined((await sweepable(store, 'expired-output', expired))[0]);
+      await store.markSwept(item, expired);
+      expect(
+        await store.ownedBlobKeys(['intake/doc_done', 'outputs/doc_done', 'intake/doc_rejected']),
+      ).toEqual([]);
+      expect(await store.ownedBlobKeys([])).toEqual([]);
+    });
+
+    it('hands a submitted upload’s bytes to its document', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'growth');
+      await store.createUpload(newUpload('org_a', 'upl_1'));
+      await store.markUploaded('upl_1', 10, T0);
+      await accept(store, newDocument('org_a', 'doc_1', { lane: 'reference', uploadId: 'upl_1' }));
+      expect(await store.ownedBlobKeys(['uploads/upl_1'])).toEqual(['uploads/upl_1']);
+      await leaseNext(store, 'worker-1', T0);
+      await store.finishDocument('doc_1', 'worker-1', REJECTED_RESULT, after(T0, SECOND_MS));
+      await store.clearIntake('doc_1');
+      expect(await store.ownedBlobKeys(['uploads/upl_1'])).toEqual([]);
+    });
+
+    it('refuses to be asked about more than MAX_OWNERSHIP_KEYS keys at once', async () => {
+      const store = context.store();
+      const keys = Array.from({ length: MAX_OWNERSHIP_KEYS + 1 }, (_, index) => `intake/d${index}`);
+      await expect(store.ownedBlobKeys(keys)).rejects.toThrow(TypeError);
+      expect(await store.ownedBlobKeys(keys.slice(1))).toEqual([]);
     });
   });
 }

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
 import type { StateStore } from '../../ports.ts';
+import { IDEMPOTENCY_LEASE_MS } from '../../domain/idempotency.ts';
 import {
   accept,
   after,
+  claimKey,
   countOf,
   createOrg,
   DAY_MS,
@@ -14,6 +16,7 @@ import {
   newDocument,
   newUpload,
   PAYG_PRICE_PENCE,
+  SECOND_MS,
   T0,
 } from './fixtures.ts';
 import type { ContractContext } from './fixtures.ts';
@@ -358,6 +361,127 @@ export function describeSubmissions(context: ContractContext): void {
     });
   });
 
+  describe('acceptDocument under an Idempotency-Key', () => {
+    it('records the document and the fingerprint on the claim, in the same transaction', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'payg', { creditBalancePence: 100 });
+      const claim = await claimKey(store, 'org_a', 'k1', 'first');
+      await accept(store, newDocument('org_a', 'doc_1', { idempotency: claim }));
+      // The first request died before answering: a retry after the lease takes the key over and
+      // learns which document its first request created, and with what request.
+      const lapsed = after(T0, IDEMPOTENCY_LEASE_MS);
+      const retry = await store.claimIdempotencyKey({
+        organisationId: 'org_a',
+        key: 'k1',
+        endpoint: 'POST /v1/documents',
+        owner: 'retry',
+        ownerProcess: 'process-2',
+        at: lapsed,
+      });
+      expect(retry).toMatchObject({
+        kind: 'claimed',
+        record: { resourceId: 'doc_1', requestHash: 'hash-of-first', owner: 'retry' },
+      });
+      expect((await store.getOrganisation('org_a', T0))?.creditBalancePence).toBe(
+        100 - PAYG_PRICE_PENCE,
+      );
+    });
+
+    it('creates and charges nothing once a retry has taken the claim over', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'payg', { creditBalancePence: 100 });
+      const first = await claimKey(store, 'org_a', 'k1', 'first');
+      await claimKey(store, 'org_a', 'k1', 'retry', { at: after(T0, IDEMPOTENCY_LEASE_MS) });
+      const at = after(T0, IDEMPOTENCY_LEASE_MS + SECOND_MS);
+      expect(
+        await store.acceptDocument(newDocument('org_a', 'doc_1', { idempotency: first }), at),
+      ).toEqual({ kind: 'claim_lost' });
+      expect(await store.getDocument('org_a', 'doc_1')).toBeUndefined();
+      expect(await store.getOrganisation('org_a', at)).toMatchObject({
+        creditBalancePence: 100,
+        periodUsedSubmissions: 0,
+      });
+    });
+
+    it('accepts once per claim: a second document under the same claim, or none, is refused', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'starter');
+      const claim = await claimKey(store, 'org_a', 'k1', 'first');
+      await accept(store, newDocument('org_a', 'doc_1', { idempotency: claim }));
+      expect(
+        await store.acceptDocument(newDocument('org_a', 'doc_2', { idempotency: claim }), T0),
+      ).toEqual({ kind: 'claim_lost' });
+      const unclaimed = { ...claim, key: 'never-claimed' };
+      expect(
+        await store.acceptDocument(newDocument('org_a', 'doc_3', { idempotency: unclaimed }), T0),
+      ).toEqual({ kind: 'claim_lost' });
+      expect((await store.getOrganisation('org_a', T0))?.periodUsedSubmissions).toBe(1);
+    });
+
+    it('leaves the claim without a document when the meter refuses', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'payg', { creditBalancePence: 0 });
+      const claim = await claimKey(store, 'org_a', 'k1', 'first');
+      expect(
+        (await store.acceptDocument(newDocument('org_a', 'doc_1', { idempotency: claim }), T0))
+          .kind,
+      ).toBe('insufficient_credit');
+      await store.releaseIdempotencyKey(claim);
+      await claimKey(store, 'org_a', 'k1', 'corrected', { at: after(T0, SECOND_MS) });
+    });
+
+    it('ends the lease of a released claim that holds a document: the next retry answers for it at once', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'starter');
+      const claim = await claimKey(store, 'org_a', 'k1', 'first');
+      await accept(store, newDocument('org_a', 'doc_1', { idempotency: claim }));
+      await store.releaseIdempotencyKey(claim);
+      const retry = await store.claimIdempotencyKey({
+        organisationId: 'org_a',
+        key: 'k1',
+        endpoint: 'POST /v1/documents',
+        owner: 'retry',
+        ownerProcess: 'process-1',
+        at: after(T0, SECOND_MS),
+      });
+      expect(retry).toMatchObject({ kind: 'claimed', record: { resourceId: 'doc_1' } });
+    });
+
+    it('under contention, a take-over and the first request’s acceptance exclude each other', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'payg', { creditBalancePence: 1_000 });
+      const stores = await context.contenders();
+      const lapsed = after(T0, IDEMPOTENCY_LEASE_MS);
+      for (let round = 0; round < 6; round += 1) {
+        const key = `k${round}`;
+        const first = await claimKey(store, 'org_a', key, `first-${round}`);
+        const [accepted, retry] = await Promise.all([
+          defined(stores[round % stores.length]).acceptDocument(
+            newDocument('org_a', `doc_${round}`, { idempotency: first }),
+            lapsed,
+          ),
+          defined(stores[(round + 1) % stores.length]).claimIdempotencyKey({
+            organisationId: 'org_a',
+            key,
+            endpoint: 'POST /v1/documents',
+            owner: `retry-${round}`,
+            ownerProcess: 'process-2',
+            at: lapsed,
+          }),
+        ]);
+        expect(retry.kind).toBe('claimed');
+        // Either the document exists and the retry learnt it, or neither happened.
+        const learnt = retry.record.resourceId;
+        if (accepted.kind === 'accepted') expect(learnt).toBe(`doc_${round}`);
+        else {
+          expect(accepted.kind).toBe('claim_lost');
+          expect(learnt).toBeNull();
+          expect(await store.getDocument('org_a', `doc_${round}`)).toBeUndefined();
+        }
+      }
+    });
+  });
+
   describe('checkCanSubmit', () => {
     it('allows an organisation that could submit, without charging', async () => {
       const store = context.store();
@@ -440,6 +564,30 @@ export function describeSubmissions(context: ContractContext): void {
         sizeBytes: 5_000,
       });
       expect(await store.markUploaded('upl_missing', 1, at)).toBe(false);
+    });
+
+    it('creates an upload under an Idempotency-Key only while the claim is the request’s', async () => {
+      const store = context.store();
+      await createOrg(store, 'org_a', 'growth');
+      const endpoint = 'POST /v1/uploads';
+      const claim = await claimKey(store, 'org_a', 'k1', 'first', { endpoint });
+      expect(await store.createUpload(newUpload('org_a', 'upl_1'), claim)).toBe(true);
+      const lapsed = after(T0, IDEMPOTENCY_LEASE_MS);
+      const retry = await store.claimIdempotencyKey({
+        organisationId: 'org_a',
+        key: 'k1',
+        endpoint,
+        owner: 'retry',
+        ownerProcess: 'process-2',
+        at: lapsed,
+      });
+      expect(retry).toMatchObject({
+        kind: 'claimed',
+        record: { resourceId: 'upl_1', requestHash: 'hash-of-first' },
+      });
+      // The first request's claim is gone: a second upload under it is not created.
+      expect(await store.createUpload(newUpload('org_a', 'upl_2'), claim)).toBe(false);
+      expect(await store.getUpload('org_a', 'upl_2')).toBeUndefined();
     });
 
     it('records concurrent PUTs of one upload once', async () => {

@@ -3,7 +3,6 @@ import { promisify } from 'node:util';
 
 import { DisarmError } from '@disarm/core';
 import type { RenderInput, RenderOptions, Renderer, RendererStatus } from '@disarm/core';
-import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /** Where Debian's `chromium` package installs the browser. */
@@ -120,19 +119,24 @@ export function createChromiumRenderer(options: ChromiumRendererOptions = {}): R
   let version: Promise<string | undefined> | undefined;
 
   const browser = (): Promise<Browser> => {
-    starting ??= chromium
-      .launch({
-        executablePath,
-        args: BROWSER_ARGS,
-        timeout: launchTimeoutMs,
-        // Playwright's own handlers would close the browser on SIGINT, SIGTERM and SIGHUP, and
-        // exit the whole process on SIGINT: the process that owns the renderer decides when it
-        // stops, and closes it. Chromium ends by itself when this process dies (its DevTools
-        // pipe closes).
-        handleSIGINT: false,
-        handleSIGTERM: false,
-        handleSIGHUP: false,
-      })
+    // playwright-core costs about 55 MiB resident once imported: it loads with the first
+    // browser, so a process that only asks for the renderer's status (an API node's readiness,
+    // `disarm doctor`) never pays it.
+    starting ??= import('playwright-core')
+      .then(({ chromium }) =>
+        chromium.launch({
+          executablePath,
+          args: BROWSER_ARGS,
+          timeout: launchTimeoutMs,
+          // Playwright's own handlers would close the browser on SIGINT, SIGTERM and SIGHUP, and
+          // exit the whole process on SIGINT: the process that owns the renderer decides when it
+          // stops, and closes it. Chromium ends by itself when this process dies (its DevTools
+          // pipe closes).
+          handleSIGINT: false,
+          handleSIGTERM: false,
+          handleSIGHUP: false,
+        }),
+      )
       .then((started) => {
         started.on('disconnected', () => {
           // The next render starts a new one.

@@ -1,6 +1,13 @@
-export { disarm } from './disarm.ts';
+export { disarm, disarmToFile } from './disarm.ts';
 export type { DisarmOptions, DisarmSource } from './disarm.ts';
-export type { CleanedOutcome, Modification, Outcome, RejectedOutcome } from './outcome.ts';
+export type {
+  CleanedFileOutcome,
+  CleanedOutcome,
+  FileOutcome,
+  Modification,
+  Outcome,
+  RejectedOutcome,
+} from './outcome.ts';
 export { mediaTypeOf } from './outcome.ts';
 export { DisarmError, isDisarmError } from './errors.ts';
 export type { DisarmErrorCode } from './errors.ts';
@@ -20,7 +27,7 @@ export {
 } from './formats.ts';
 export type { ContentKind, FormatFamily, FormatRow, SupportedExtension } from './formats.ts';
 export { builtinScanner, EICAR_THREAT_NAME, isEicar } from './scan/eicar.ts';
-export type { ScanContext, Scanner } from './scan/scanner.ts';
+export type { ScanContext, ScanFile, Scanner } from './scan/scanner.ts';
 export type {
   RenderInput,
   RenderKind,

@@ -20,6 +20,17 @@ export interface CleanedOutcome {
   readonly findings: readonly Finding[];
 }
 
+/**
+ * The file was rebuilt and written to `outputPath` (the `outputPath` option of `disarm()`); it
+ * was never held whole in memory when the family rebuilds from disk (zip, PDF).
+ */
+export interface CleanedFileOutcome extends Omit<CleanedOutcome, 'bytes'> {
+  /** Where the rebuilt file was written: the `outputPath` option. */
+  readonly path: string;
+  /** Size of the written file. */
+  readonly sizeBytes: number;
+}
+
 /** The file's own properties stop it; a final answer, not a fault. */
 export interface RejectedOutcome {
   readonly status: 'rejected';
@@ -32,6 +43,9 @@ export interface RejectedOutcome {
 
 /** The result of `disarm()`: a rebuilt file or a rejection. Faults are thrown instead. */
 export type Outcome = CleanedOutcome | RejectedOutcome;
+
+/** The result of `disarm()` with `outputPath`: a rebuilt file on disk or a rejection. */
+export type FileOutcome = CleanedFileOutcome | RejectedOutcome;
 
 const MEDIA_TYPES: Readonly<Record<string, string>> = {
   doc: 'application/msword',

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import {
   buildImage,
@@ -105,6 +108,29 @@ describe('the clamd scanner against a real clamd', () => {
       reason: 'threat_detected',
       detail: `the file contains ${CLAMD_MARKER_SIGNATURE} in attachment "setup.exe"`,
       threatNames: [CLAMD_MARKER_SIGNATURE],
+    });
+  });
+
+  it('scans a file given by path as it reads it, and names the member', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'clamd-file-'));
+    // Many INSTREAM chunks, within clamd's stream limit: the marker comes last.
+    const filler = randomBytes(STREAM_MAX_LENGTH_BYTES - 200_000);
+    const zip = await buildZip([
+      { name: 'filler.png', data: filler, compress: false },
+      { name: 'docs/notes.png', data: Buffer.concat([Buffer.from('notes '), CLAMD_MARKER]) },
+    ]);
+    const path = join(folder, 'bundle.zip');
+    writeFileSync(path, zip);
+    expect(await disarm({ path, fileName: 'bundle.zip' }, withClamd())).toEqual({
+      status: 'rejected',
+      reason: 'threat_detected',
+      detail: `the file contains ${CLAMD_MARKER_SIGNATURE} in member "docs/notes.png"`,
+      threatNames: [CLAMD_MARKER_SIGNATURE],
+    });
+    const clean = join(folder, 'clean.png');
+    writeFileSync(clean, await buildImage('png'));
+    expect(await disarm({ path: clean, fileName: 'clean.png' }, withClamd())).toMatchObject({
+      status: 'cleaned',
     });
   });
 

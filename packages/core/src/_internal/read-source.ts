@@ -1,7 +1,9 @@
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 
+import { FileSource, memorySource } from './byte-source.ts';
+import type { ByteSource } from './byte-source.ts';
 import { formatBytes } from './bytes.ts';
 import { Rejection } from './rejection.ts';
 
@@ -12,13 +14,15 @@ export type SourceInput =
   | { readonly stream: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array> };
 
 /**
- * Reads the submitted file into memory, never more than `maxBytes`: a path is measured before
- * it is read, a stream is cut off as soon as it passes the ceiling.
+ * Opens the submitted file, never past `maxBytes`: a path is measured and opened for reading by
+ * range (a family that can, such as zip and PDF, never loads it whole); bytes are used as they
+ * are; a stream is read into memory and cut off as soon as it passes the ceiling. Close a
+ * {@link FileSource} when done.
  * @throws {Rejection} `file_too_large` past the ceiling.
  * @throws {TypeError} for a source with no content (`bytes`, `path` or `stream`), `bytes` that
  *   are not a `Uint8Array`, or a `path` that cannot be read (its errno error is the `cause`).
  */
-export async function readSource(source: SourceInput, maxBytes: number): Promise<Uint8Array> {
+export async function openSource(source: SourceInput, maxBytes: number): Promise<ByteSource> {
   const tooLarge = (): Rejection =>
     new Rejection('file_too_large', `the file is larger than the ${formatBytes(maxBytes)} ceiling`);
   if ('bytes' in source) {
@@ -30,35 +34,30 @@ export async function readSource(source: SourceInput, maxBytes: number): Promise
       );
     }
     if (source.bytes.length > maxBytes) throw tooLarge();
-    return source.bytes;
+    return memorySource(source.bytes);
   }
   if ('path' in source) {
     if (typeof source.path !== 'string' || source.path === '') {
       throw new TypeError('source.path must be a non-empty string');
     }
-    const info = await stat(source.path).catch((error: unknown) => {
+    const unreadable = (error: unknown): TypeError => {
       const code = (error as NodeJS.ErrnoException | undefined)?.code;
-      throw new TypeError(
+      return new TypeError(
         code === 'ENOENT' || code === 'ENOTDIR'
           ? `source.path: no such file: ${source.path}`
           : `source.path: cannot read ${source.path} (${code ?? 'unknown error'})`,
         { cause: error },
       );
+    };
+    const info = await stat(source.path).catch((error: unknown) => {
+      throw unreadable(error);
     });
     if (!info.isFile()) throw new TypeError(`${source.path} is not a regular file`);
     if (info.size > maxBytes) throw tooLarge();
-    const handle = await open(source.path, 'r');
     try {
-      const buffer = Buffer.alloc(info.size);
-      let filled = 0;
-      while (filled < info.size) {
-        const { bytesRead } = await handle.read(buffer, filled, info.size - filled, filled);
-        if (bytesRead === 0) break;
-        filled += bytesRead;
-      }
-      return buffer.subarray(0, filled);
-    } finally {
-      await handle.close();
+      return FileSource.open(source.path, info.size);
+    } catch (error) {
+      throw unreadable(error);
     }
   }
   const stream: unknown = 'stream' in source ? source.stream : undefined;
@@ -76,5 +75,5 @@ export async function readSource(source: SourceInput, maxBytes: number): Promise
     if (total > maxBytes) throw tooLarge();
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks, total);
+  return memorySource(Buffer.concat(chunks, total));
 }

@@ -1,9 +1,12 @@
 import { kMaxLength } from 'node:buffer';
+import { Readable } from 'node:stream';
 import { crc32, inflateRaw } from 'node:zlib';
 
 import yauzl from 'yauzl';
 import type { Entry, ZipFile } from 'yauzl';
 
+import { memorySource, prefixOf, READ_CHUNK_BYTES } from './byte-source.ts';
+import type { ByteSource } from './byte-source.ts';
 import { asBuffer } from './bytes.ts';
 import { Rejection } from './rejection.ts';
 import { endRecords, readZipEnd } from './zip-walk.ts';
@@ -39,7 +42,7 @@ export interface ZipListing {
   readonly trailingBytes: number;
   readonly file: ZipFile;
   /** The archive as opened: the input without its trailing bytes. */
-  readonly bytes: Uint8Array;
+  readonly source: ByteSource;
 }
 
 /** APPNOTE 4.4.5 compression methods we can decode, and those that mean encryption. */
@@ -70,19 +73,23 @@ export function compressionName(method: number): string {
 const HOST_UNIX = 3;
 
 /**
- * Opens a zip held in memory and reads its central directory, refusing archives with more than
- * `maxEntries` records before reading any of them.
+ * Opens a zip, held in memory or read by range from a file, and reads its central directory,
+ * refusing archives with more than `maxEntries` records before reading any of them.
  */
-export async function openZip(input: Uint8Array, maxEntries: number): Promise<ZipListing> {
-  let bytes = input;
-  const file = await fromBuffer(bytes).catch((error: unknown) => {
+export async function openZip(
+  input: Uint8Array | ByteSource,
+  maxEntries: number,
+): Promise<ZipListing> {
+  const whole = input instanceof Uint8Array ? memorySource(input) : input;
+  let source = whole;
+  const file = await openSource(source).catch((error: unknown) => {
     // Bytes appended after the archive (a newline added in transfer, a polyglot's tail): yauzl
     // finds the end record but holds its comment length to the rest of the file. Info-ZIP,
     // Office and LibreOffice read such an archive; it is read without the tail.
-    const end = error instanceof Error && /comment length/i.test(error.message) ? endOf(input) : 0;
-    if (end <= 0 || end >= input.length) throw endRejection(input) ?? toZipRejection(error);
-    bytes = input.subarray(0, end);
-    return fromBuffer(bytes).catch((retry: unknown) => {
+    const end = error instanceof Error && /comment length/i.test(error.message) ? endOf(whole) : 0;
+    if (end <= 0 || end >= whole.length) throw endRejection(whole) ?? toZipRejection(error);
+    source = prefixOf(whole, end);
+    return openSource(source).catch((retry: unknown) => {
       throw toZipRejection(retry);
     });
   });
@@ -90,7 +97,7 @@ export async function openZip(input: Uint8Array, maxEntries: number): Promise<Zi
     // yauzl reads the ZIP64 end record whenever a locator precedes the end record, but holds
     // neither the end record's other fields nor the locator to one disk; the same reading as the
     // strict walk's does (APPNOTE 4.4.1.4).
-    const rejection = endRejection(bytes);
+    const rejection = endRejection(source);
     if (rejection) throw rejection;
     if (file.entryCount > maxEntries) {
       throw new Rejection(
@@ -102,9 +109,9 @@ export async function openZip(input: Uint8Array, maxEntries: number): Promise<Zi
     return {
       members,
       commentBytes: commentLength(file),
-      trailingBytes: input.length - bytes.length,
+      trailingBytes: whole.length - source.length,
       file,
-      bytes,
+      source,
     };
   } catch (error) {
     file.close();
@@ -117,24 +124,69 @@ export async function openZip(input: Uint8Array, maxEntries: number): Promise<Zi
  * locator precedes the end record, but holds neither the end record's other fields nor the
  * locator to one disk, and says less when it refuses one.
  */
-function endRejection(bytes: Uint8Array): Rejection | undefined {
-  const end = readZipEnd(bytes);
+function endRejection(source: ByteSource): Rejection | undefined {
+  const end = readZipEnd(source);
   return end.ok
     ? undefined
     : new Rejection('invalid_file', `the archive is corrupt: ${end.problem}`);
 }
 
-function fromBuffer(bytes: Uint8Array): Promise<ZipFile> {
+const YAUZL_OPTIONS = {
+  lazyEntries: true,
+  decodeStrings: false,
+  validateEntrySizes: true,
+  autoClose: false,
+} as const;
+
+/** yauzl over the source: straight from memory, or by range from a file. */
+function openSource(source: ByteSource): Promise<ZipFile> {
   return new Promise<ZipFile>((resolve, reject) => {
-    yauzl.fromBuffer(
-      asBuffer(bytes),
-      { lazyEntries: true, decodeStrings: false, validateEntrySizes: true, autoClose: false },
-      (error, zipFile) => {
-        if (error) reject(error);
-        else resolve(zipFile);
-      },
-    );
+    const done = (error: Error | null, zipFile: ZipFile): void => {
+      if (error) reject(error);
+      else resolve(zipFile);
+    };
+    if (source.bytes !== undefined) yauzl.fromBuffer(asBuffer(source.bytes), YAUZL_OPTIONS, done);
+    else yauzl.fromRandomAccessReader(new SourceReader(source), source.length, YAUZL_OPTIONS, done);
   });
+}
+
+/** yauzl's view of a file read by range. */
+class SourceReader extends yauzl.RandomAccessReader {
+  readonly #source: ByteSource;
+
+  constructor(source: ByteSource) {
+    super();
+    this.#source = source;
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    const source = this.#source;
+    return Readable.from(
+      (function* chunks() {
+        for (let at = start; at < end; at += READ_CHUNK_BYTES) {
+          yield asBuffer(source.read(at, Math.min(READ_CHUNK_BYTES, end - at)));
+        }
+      })(),
+    );
+  }
+
+  override read(
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (err: Error | null) => void,
+  ): void {
+    try {
+      const data = this.#source.read(position, length);
+      if (data.length !== length) throw new RangeError('read past the end of the archive');
+      buffer.set(data, offset);
+    } catch (error) {
+      callback(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    callback(null);
+  }
 }
 
 /**
@@ -142,9 +194,9 @@ function fromBuffer(bytes: Uint8Array): Promise<ZipFile> {
  * record (APPNOTE 4.3.16) whose comment fits in the file, looked for as far back as a full
  * comment and as much tail again; 0 when there is none.
  */
-function endOf(bytes: Uint8Array): number {
-  for (const record of endRecords(bytes, 2 * 0xffff)) {
-    if (record.end <= bytes.length) return record.end;
+function endOf(source: ByteSource): number {
+  for (const record of endRecords(source, 2 * 0xffff)) {
+    if (record.end <= source.length) return record.end;
   }
   return 0;
 }
@@ -242,13 +294,15 @@ export async function readMember(
   }
   const start = await dataStartOf(listing, member);
   const end = start + member.compressedSize;
-  if (end > listing.bytes.length) {
+  if (end > listing.source.length) {
     throw new Rejection('invalid_file', `the archive is corrupt: ${what} runs past its end`);
   }
-  const raw = listing.bytes.subarray(start, end);
+  // A member of a file on disk is read into a buffer of its own; one in memory is copied, so the
+  // archive's bytes are not kept alive by a member.
+  const raw = listing.source.read(start, end - start);
   let data: Uint8Array;
   if (member.compressionMethod === COMPRESSION_STORED) {
-    data = raw.slice();
+    data = listing.source.bytes === undefined ? raw : raw.slice();
   } else if (member.compressionMethod === COMPRESSION_DEFLATED) {
     data = await inflateMember(raw, member.uncompressedSize, maxBytes, what);
   } else {

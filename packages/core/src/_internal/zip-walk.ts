@@ -1,4 +1,5 @@
-import { u16le, u32le } from './bytes.ts';
+import { memorySource, PagedReader } from './byte-source.ts';
+import type { ByteSource } from './byte-source.ts';
 
 /**
  * A strict, dependency-free zip reader (PKWARE APPNOTE 6.3.10). It reads the end record, every
@@ -67,22 +68,22 @@ function fail(problem: string): never {
 }
 
 /**
- * Walks `bytes` as a zip: the end record must end the file, the central directory must end where
+ * Walks `content` (in memory, or a file read by range: only headers are read) as a zip: the end record must end the file, the central directory must end where
  * the end record begins, every record must point at a local header that repeats its name, flags,
  * method, CRC and sizes (or defers them to a data descriptor that does), members must follow one
  * another with no gap and no overlap from offset 0 to the central directory, and directory entries
  * must hold no data. Every offset and length is checked against the buffer before use.
  */
-export function walkZip(bytes: Uint8Array): ZipWalk {
+export function walkZip(content: Uint8Array | ByteSource): ZipWalk {
   try {
-    return { ok: true, zip: walk(bytes) };
+    return { ok: true, zip: walk(readerOf(content)) };
   } catch (error) {
     if (error instanceof Problem) return { ok: false, problem: error.message };
     throw error;
   }
 }
 
-function walk(bytes: Uint8Array): WalkedZip {
+function walk(bytes: PagedReader): WalkedZip {
   const { count, centralStart, centralSize, centralEnd, commentBytes } = readEnd(bytes);
   if (centralStart + centralSize !== centralEnd) {
     fail('the central directory does not end where the end record begins');
@@ -107,18 +108,19 @@ function walk(bytes: Uint8Array): WalkedZip {
  * the last place one fits, last first, each with where its comment ends (maybe past the file).
  */
 export function* endRecords(
-  bytes: Uint8Array,
+  content: Uint8Array | ByteSource | PagedReader,
   window: number,
 ): Generator<{ readonly offset: number; readonly end: number }, void, undefined> {
+  const bytes = readerOf(content);
   const last = bytes.length - END_RECORD_BYTES;
   for (let offset = last; offset >= Math.max(0, last - window); offset -= 1) {
-    if (u32le(bytes, offset) !== END_RECORD) continue;
-    yield { offset, end: offset + END_RECORD_BYTES + u16le(bytes, offset + 20) };
+    if (bytes.u32(offset) !== END_RECORD) continue;
+    yield { offset, end: offset + END_RECORD_BYTES + bytes.u16(offset + 20) };
   }
 }
 
 /** APPNOTE 4.3.16: the end record, whose comment must reach exactly to the end of the file. */
-function findEndRecord(bytes: Uint8Array): number {
+function findEndRecord(bytes: PagedReader): number {
   if (bytes.length < END_RECORD_BYTES) fail('the archive is shorter than an end record');
   let seen = false;
   for (const record of endRecords(bytes, MAX_COMMENT_BYTES)) {
@@ -152,10 +154,10 @@ export interface ZipEnd {
  * records on this disk must all describe a single disk (the engine reads no split archive).
  */
 export function readZipEnd(
-  bytes: Uint8Array,
+  content: Uint8Array | ByteSource,
 ): { readonly ok: true; readonly end: ZipEnd } | { readonly ok: false; readonly problem: string } {
   try {
-    return { ok: true, end: readEnd(bytes) };
+    return { ok: true, end: readEnd(readerOf(content)) };
   } catch (error) {
     if (error instanceof Problem) return { ok: false, problem: error.message };
     throw error;
@@ -181,21 +183,21 @@ const FIELD_WORDS: Readonly<Record<keyof EndFields, string>> = {
   centralStart: 'where the central directory starts',
 };
 
-function readEnd(bytes: Uint8Array): ZipEnd {
+function readEnd(bytes: PagedReader): ZipEnd {
   const end = findEndRecord(bytes);
   const fields: EndFields = {
-    disk: u16le(bytes, end + 4),
-    centralDisk: u16le(bytes, end + 6),
-    countOnDisk: u16le(bytes, end + 8),
-    count: u16le(bytes, end + 10),
-    centralSize: u32le(bytes, end + 12),
-    centralStart: u32le(bytes, end + 16),
+    disk: bytes.u16(end + 4),
+    centralDisk: bytes.u16(end + 6),
+    countOnDisk: bytes.u16(end + 8),
+    count: bytes.u16(end + 10),
+    centralSize: bytes.u32(end + 12),
+    centralStart: bytes.u32(end + 16),
   };
-  const commentBytes = u16le(bytes, end + 20);
+  const commentBytes = bytes.u16(end + 20);
   const locator = end - ZIP64_LOCATOR_BYTES;
   let read = fields;
   let centralEnd = end;
-  if (locator >= 0 && u32le(bytes, locator) === ZIP64_LOCATOR) {
+  if (locator >= 0 && bytes.u32(locator) === ZIP64_LOCATOR) {
     const zip64 = readZip64End(bytes, locator);
     for (const key of Object.keys(FIELD_WORDS) as (keyof EndFields)[]) {
       // APPNOTE 4.4.1.4: the maximum defers to the ZIP64 record; a value that fits must agree.
@@ -237,12 +239,12 @@ function readEnd(bytes: Uint8Array): ZipEnd {
 
 /** APPNOTE 4.3.14-4.3.15: the ZIP64 end record the locator at `locator` points at. */
 function readZip64End(
-  bytes: Uint8Array,
+  bytes: PagedReader,
   locator: number,
 ): { readonly fields: EndFields; readonly recordStart: number } {
-  const recordDisk = u32le(bytes, locator + 4);
+  const recordDisk = bytes.u32(locator + 4);
   // A single-disk archive is one disk of one; minizip wrote 0 here before 2018 (minizip-ng #234).
-  const disks = u32le(bytes, locator + 16);
+  const disks = bytes.u32(locator + 16);
   if (recordDisk !== 0 || disks > 1) {
     fail(
       `the archive spans several disks (its ZIP64 locator counts ${disks} disks and puts the ZIP64 end record on disk ${recordDisk})`,
@@ -251,7 +253,7 @@ function readZip64End(
   const recordStart = u64le(bytes, locator + 8);
   if (
     recordStart + ZIP64_END_RECORD_BYTES > locator ||
-    u32le(bytes, recordStart) !== ZIP64_END_RECORD
+    bytes.u32(recordStart) !== ZIP64_END_RECORD
   ) {
     fail('the ZIP64 locator does not point at a ZIP64 end record');
   }
@@ -260,8 +262,8 @@ function readZip64End(
   }
   return {
     fields: {
-      disk: u32le(bytes, recordStart + 16),
-      centralDisk: u32le(bytes, recordStart + 20),
+      disk: bytes.u32(recordStart + 16),
+      centralDisk: bytes.u32(recordStart + 20),
       countOnDisk: u64le(bytes, recordStart + 24),
       count: u64le(bytes, recordStart + 32),
       centralSize: u64le(bytes, recordStart + 40),
@@ -278,50 +280,50 @@ interface Sizes {
 }
 
 function readCentralRecord(
-  bytes: Uint8Array,
+  bytes: PagedReader,
   offset: number,
   limit: number,
   owners: Map<number, string>,
 ): { walked: WalkedEntry; next: number } {
-  if (offset + CENTRAL_HEADER_BYTES > limit || u32le(bytes, offset) !== CENTRAL_HEADER) {
+  if (offset + CENTRAL_HEADER_BYTES > limit || bytes.u32(offset) !== CENTRAL_HEADER) {
     fail('the central directory holds fewer records than the end record counts');
   }
-  const nameLength = u16le(bytes, offset + 28);
-  const extraLength = u16le(bytes, offset + 30);
-  const commentLength = u16le(bytes, offset + 32);
+  const nameLength = bytes.u16(offset + 28);
+  const extraLength = bytes.u16(offset + 30);
+  const commentLength = bytes.u16(offset + 32);
   const next = offset + CENTRAL_HEADER_BYTES + nameLength + extraLength + commentLength;
   if (next > limit) fail('a central-directory record runs past the directory');
-  const nameBytes = bytes.subarray(offset + 46, offset + 46 + nameLength);
+  const nameBytes = bytes.slice(offset + 46, offset + 46 + nameLength);
   const extra: Range = {
     start: offset + 46 + nameLength,
     end: offset + 46 + nameLength + extraLength,
   };
-  const flags = u16le(bytes, offset + 8);
+  const flags = bytes.u16(offset + 8);
   const sizes = withZip64(
     {
-      uncompressed: u32le(bytes, offset + 24),
-      compressed: u32le(bytes, offset + 20),
-      offset: u32le(bytes, offset + 42),
+      uncompressed: bytes.u32(offset + 24),
+      compressed: bytes.u32(offset + 20),
+      offset: bytes.u32(offset + 42),
     },
     bytes,
     extra,
     true,
   );
-  if (u16le(bytes, offset + 34) !== 0 && u16le(bytes, offset + 34) !== 0xffff) {
+  if (bytes.u16(offset + 34) !== 0 && bytes.u16(offset + 34) !== 0xffff) {
     fail('a member lives on another disk');
   }
   const central = {
     nameBytes,
     name: decodeName(nameBytes, flags),
     flags,
-    method: u16le(bytes, offset + 10),
-    crc32: u32le(bytes, offset + 16),
+    method: bytes.u16(offset + 10),
+    crc32: bytes.u32(offset + 16),
     compressedSize: sizes.compressed,
     uncompressedSize: sizes.uncompressed,
     localHeaderOffset: sizes.offset,
     centralExtraBytes: extraLength,
     commentBytes: commentLength,
-    externalAttributes: u32le(bytes, offset + 38),
+    externalAttributes: bytes.u32(offset + 38),
   };
   const label = central.name ?? '(undecodable name)';
   const owner = owners.get(central.localHeaderOffset);
@@ -340,7 +342,7 @@ interface Range {
   readonly end: number;
 }
 
-function withZip64(sizes: Sizes, bytes: Uint8Array, extra: Range, central: boolean): Sizes {
+function withZip64(sizes: Sizes, bytes: PagedReader, extra: Range, central: boolean): Sizes {
   const needs = {
     uncompressed: sizes.uncompressed === 0xffffffff,
     compressed: sizes.compressed === 0xffffffff,
@@ -362,11 +364,11 @@ function withZip64(sizes: Sizes, bytes: Uint8Array, extra: Range, central: boole
   return { uncompressed, compressed, offset };
 }
 
-function findExtraField(bytes: Uint8Array, extra: Range, id: number): Range | undefined {
+function findExtraField(bytes: PagedReader, extra: Range, id: number): Range | undefined {
   let at = extra.start;
   while (at + 4 <= extra.end) {
-    const fieldId = u16le(bytes, at);
-    const size = u16le(bytes, at + 2);
+    const fieldId = bytes.u16(at);
+    const size = bytes.u16(at + 2);
     if (at + 4 + size > extra.end) fail('an extra field runs past its header');
     if (fieldId === id) return { start: at + 4, end: at + 4 + size };
     at += 4 + size;
@@ -378,34 +380,34 @@ type CentralView = Omit<WalkedEntry, 'dataStart' | 'end' | 'localExtraBytes'>;
 
 /** APPNOTE 4.3.7 and 4.3.9: the local header, and the data descriptor when bit 3 defers to it. */
 function readLocalHeader(
-  bytes: Uint8Array,
+  bytes: PagedReader,
   central: CentralView,
 ): Pick<WalkedEntry, 'dataStart' | 'end' | 'localExtraBytes'> {
   const at = central.localHeaderOffset;
   const label = `member "${central.name ?? '(undecodable name)'}"`;
-  if (at + LOCAL_HEADER_BYTES > bytes.length || u32le(bytes, at) !== LOCAL_HEADER) {
+  if (at + LOCAL_HEADER_BYTES > bytes.length || bytes.u32(at) !== LOCAL_HEADER) {
     fail(`the central directory points ${label} at something that is not a local header`);
   }
-  const nameLength = u16le(bytes, at + 26);
-  const extraLength = u16le(bytes, at + 28);
+  const nameLength = bytes.u16(at + 26);
+  const extraLength = bytes.u16(at + 28);
   const dataStart = at + LOCAL_HEADER_BYTES + nameLength + extraLength;
   if (dataStart > bytes.length) fail(`the local header of ${label} is truncated`);
   if (!sameBytes(bytes, at + 30, nameLength, central.nameBytes)) {
     fail(
-      `the local header of ${label} names it "${Buffer.from(bytes.subarray(at + 30, at + 30 + nameLength)).toString('latin1')}" (central directory and local header disagree)`,
+      `the local header of ${label} names it "${Buffer.from(bytes.slice(at + 30, at + 30 + nameLength)).toString('latin1')}" (central directory and local header disagree)`,
     );
   }
-  const flags = u16le(bytes, at + 6);
+  const flags = bytes.u16(at + 6);
   if ((flags & FLAGS_COMPARED) !== (central.flags & FLAGS_COMPARED)) {
     fail(`the central directory and the local header of ${label} disagree on its flags`);
   }
-  if (u16le(bytes, at + 8) !== central.method) {
+  if (bytes.u16(at + 8) !== central.method) {
     fail(`the central directory and the local header of ${label} disagree on its compression`);
   }
   const localExtra: Range = { start: at + 30 + nameLength, end: dataStart };
-  const crc = u32le(bytes, at + 14);
+  const crc = bytes.u32(at + 14);
   const declared = withZip64(
-    { uncompressed: u32le(bytes, at + 22), compressed: u32le(bytes, at + 18), offset: 0 },
+    { uncompressed: bytes.u32(at + 22), compressed: bytes.u32(at + 18), offset: 0 },
     bytes,
     localExtra,
     false,
@@ -454,21 +456,21 @@ function assertSameValues(
 }
 
 function readDataDescriptor(
-  bytes: Uint8Array,
+  bytes: PagedReader,
   at: number,
   central: CentralView,
   label: string,
   zip64: boolean,
 ): number {
-  const signed = at + 4 <= bytes.length && u32le(bytes, at) === DATA_DESCRIPTOR;
+  const signed = at + 4 <= bytes.length && bytes.u32(at) === DATA_DESCRIPTOR;
   const start = signed ? at + 4 : at;
   const wide = zip64 || central.compressedSize >= 0xffffffff;
   const length = wide ? 20 : 12;
   if (start + length > bytes.length) fail(`the data descriptor of ${label} is truncated`);
   const values = {
-    crc: u32le(bytes, start),
-    compressed: wide ? u64le(bytes, start + 4) : u32le(bytes, start + 4),
-    uncompressed: wide ? u64le(bytes, start + 12) : u32le(bytes, start + 8),
+    crc: bytes.u32(start),
+    compressed: wide ? u64le(bytes, start + 4) : bytes.u32(start + 4),
+    uncompressed: wide ? u64le(bytes, start + 12) : bytes.u32(start + 8),
   };
   assertSameValues(label, central, values);
   return start + length;
@@ -482,7 +484,7 @@ function readDataDescriptor(
 function checkLayout(
   entries: readonly WalkedEntry[],
   centralStart: number,
-  bytes: Uint8Array,
+  bytes: PagedReader,
 ): void {
   const sorted = [...entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
   let expected = 0;
@@ -501,9 +503,9 @@ function checkLayout(
   if (expected < centralStart) gap(bytes, expected, centralStart);
 }
 
-function gap(bytes: Uint8Array, from: number, to: number): never {
+function gap(bytes: PagedReader, from: number, to: number): never {
   for (let at = from; at + 4 <= to; at += 1) {
-    if (u32le(bytes, at) === LOCAL_HEADER) {
+    if (bytes.u32(at) === LOCAL_HEADER) {
       fail('the archive holds a local entry that the central directory does not list');
     }
   }
@@ -512,6 +514,12 @@ function gap(bytes: Uint8Array, from: number, to: number): never {
       ? 'there is data before the first member'
       : `there are ${to - from} unaccounted bytes between members`,
   );
+}
+
+/** Reads of `content` by absolute offset: in place in memory, through cached pages from a file. */
+function readerOf(content: Uint8Array | ByteSource | PagedReader): PagedReader {
+  if (content instanceof PagedReader) return content;
+  return new PagedReader(content instanceof Uint8Array ? memorySource(content) : content);
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -529,20 +537,20 @@ function decodeName(nameBytes: Uint8Array, flags: number): string | undefined {
 
 /** True when `bytes` holds `expected` at `start`, `length` bytes long. */
 function sameBytes(
-  bytes: Uint8Array,
+  bytes: PagedReader,
   start: number,
   length: number,
   expected: Uint8Array,
 ): boolean {
   if (length !== expected.length) return false;
-  for (let i = 0; i < length; i += 1) if (bytes[start + i] !== expected[i]) return false;
+  for (let i = 0; i < length; i += 1) if (bytes.byte(start + i) !== expected[i]) return false;
   return true;
 }
 
-/** Little-endian 64-bit read; values past 2^53 are refused as absurd for an in-memory file. */
-function u64le(bytes: Uint8Array, offset: number): number {
+/** Little-endian 64-bit read; values past 2^53 are refused as absurd for any file. */
+function u64le(bytes: PagedReader, offset: number): number {
   if (offset + 8 > bytes.length) fail('a ZIP64 field runs past the end of the archive');
-  const high = u32le(bytes, offset + 4);
+  const high = bytes.u32(offset + 4);
   if (high > 0x1fffff) fail('a ZIP64 field holds an impossible value');
-  return high * 0x100000000 + u32le(bytes, offset);
+  return high * 0x100000000 + bytes.u32(offset);
 }

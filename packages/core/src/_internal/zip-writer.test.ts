@@ -3,11 +3,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
 import { describe, expect, it } from 'vitest';
 
+import { fileSink, memorySink } from './byte-sink.ts';
 import { Rejection } from './rejection.ts';
-import { writeZip } from './zip-writer.ts';
-import type { ZipWriteEntry } from './zip-writer.ts';
+import { writeZip, ZipStreamWriter } from './zip-writer.ts';
+import type { ZipStreamEntry, ZipWriteEntry } from './zip-writer.ts';
 
 const TIME = new Date(Date.UTC(1980, 0, 1));
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
@@ -80,5 +84,57 @@ describe('writeZip', () => {
       },
     ];
     await expect(writeZip(failing)).rejects.toThrow('b is broken');
+  });
+});
+
+/** A full garbage collection, to see which buffers are still held. */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
+describe('ZipStreamWriter', () => {
+  const entries = (): ZipStreamEntry[] => [
+    { path: 'photos/', directory: true, modifiedAt: TIME },
+    { path: 'photos/a.jpg', bytes: encode('a'.repeat(70_000)), modifiedAt: TIME, compress: false },
+    { path: 'notes.xml', bytes: encode('<n/>'.repeat(20_000)), modifiedAt: TIME, compress: true },
+    { path: 'photos/b.jpg', bytes: encode('b'.repeat(3)), modifiedAt: TIME, compress: false },
+  ];
+
+  it('writes the same bytes as writeZip, into memory or a file', async () => {
+    const expected = await writeZip(entries());
+    const memory = memorySink();
+    const writer = new ZipStreamWriter(memory);
+    for (const entry of entries()) await writer.add(entry);
+    await writer.finish();
+    expect(Buffer.from((await memory.finish()).bytes ?? [])).toEqual(Buffer.from(expected));
+
+    const path = join(mkdtempSync(join(tmpdir(), 'zip-stream-')), 'out.zip');
+    const file = fileSink(path);
+    const toFile = new ZipStreamWriter(file);
+    for (const entry of entries()) await toFile.add(entry);
+    await toFile.finish();
+    const written = await file.finish();
+    expect(written.bytes).toBeUndefined();
+    expect(Buffer.from(written.read(0, written.length))).toEqual(Buffer.from(expected));
+    expect(unzipped(written.read(0, written.length))['photos/b.jpg']).toBe('bbb');
+  });
+
+  it('lets go of each member once it is written, stored or deflated', async () => {
+    // A file: a sink in memory keeps what is written, by design.
+    const sink = fileSink(join(mkdtempSync(join(tmpdir(), 'zip-stream-')), 'out.zip'));
+    const writer = new ZipStreamWriter(sink);
+    // The memory, not the view: the writer holds its own views of it.
+    const held: WeakRef<ArrayBufferLike>[] = [];
+    for (let index = 0; index < 4; index += 1) {
+      const bytes = encode(String(index).repeat(1 << 20));
+      held.push(new WeakRef(bytes.buffer));
+      await writer.add({ path: `m${index}`, bytes, modifiedAt: TIME, compress: index % 2 === 1 });
+    }
+    collectGarbage();
+    // yazl keeps every entry for the central directory: without care, with its data.
+    expect(held.slice(0, 3).map((ref) => ref.deref() === undefined)).toEqual([true, true, true]);
+    await writer.finish();
+    await sink.finish();
   });
 });

@@ -1,7 +1,9 @@
+import { once } from 'node:events';
 import { Readable } from 'node:stream';
 
 import yazl from 'yazl';
 
+import type { ByteSink } from './byte-sink.ts';
 import { asBuffer } from './bytes.ts';
 
 /** Data made in chunks when its entry's turn comes. */
@@ -197,4 +199,115 @@ export async function writeZip(entries: readonly ZipWriteEntry[]): Promise<Uint8
   await Promise.race([done, failed]);
   if (failure) throw failure.error;
   return Buffer.concat(chunks);
+}
+
+/** One entry handed to a {@link ZipStreamWriter}: its data is made already. */
+export type ZipStreamEntry =
+  | (Omit<Extract<ZipWriteEntry, { bytes: unknown }>, 'bytes'> & { readonly bytes: Uint8Array })
+  | Extract<ZipWriteEntry, { directory: true }>;
+
+/**
+ * Writes a fresh zip into a sink entry by entry, as the entries are made (an archive rebuilt
+ * member by member): each {@link add} returns once the entry has reached the sink, so only the
+ * entry being written is held, whatever the archive's size. The same entries in the same order
+ * give the same bytes as {@link writeZip}.
+ */
+export class ZipStreamWriter {
+  readonly #zip = new yazl.ZipFile();
+  readonly #sink: ByteSink;
+  readonly #done: Promise<void>;
+
+  constructor(sink: ByteSink) {
+    this.#sink = sink;
+    this.#zip.outputStream.pipe(sink.stream, { end: false });
+    const failed = new Promise<never>((_, reject) => {
+      this.#zip.on('error', reject);
+      this.#zip.outputStream.on('error', reject);
+      sink.stream.on('error', reject);
+    });
+    failed.catch(() => undefined);
+    this.#done = Promise.race([once(this.#zip.outputStream, 'end').then(() => undefined), failed]);
+    this.#done.catch(() => undefined);
+  }
+
+  /** Adds an entry and waits until yazl has handed what it wrote so far to the sink. */
+  async add(entry: ZipStreamEntry): Promise<void> {
+    if ('directory' in entry) {
+      this.#zip.addEmptyDirectory(entry.path, {
+        mtime: entry.modifiedAt,
+        mode: DIRECTORY_MODE,
+        forceDosTimestamp: true,
+      });
+    } else if (entry.compress) {
+      const data = asBuffer(entry.bytes);
+      this.#zip.addReadStreamLazy(
+        entry.path,
+        {
+          mtime: entry.modifiedAt,
+          mode: FILE_MODE,
+          compress: true,
+          forceDosTimestamp: true,
+          size: data.length,
+        },
+        (callback) => {
+          callback(null, Readable.from([data]));
+        },
+      );
+    } else {
+      this.#zip.addBuffer(asBuffer(entry.bytes), entry.path, {
+        mtime: entry.modifiedAt,
+        mode: FILE_MODE,
+        compress: false,
+        forceDosTimestamp: true,
+      });
+    }
+    await this.#drained();
+    releaseWritten(this.#zip);
+  }
+
+  /** Writes the central directory and the end record; the sink is then complete. */
+  async finish(): Promise<void> {
+    this.#zip.end();
+    await this.#done;
+  }
+
+  /**
+   * yazl writes an entry into its output stream when the entry's turn comes (a deflated one as
+   * zlib produces it): wait until that stream is empty and the sink takes more. An entry still
+   * deflating may be left in flight, never more than one.
+   */
+  async #drained(): Promise<void> {
+    const output = this.#zip.outputStream;
+    for (;;) {
+      await Promise.race([
+        new Promise<void>((resolve) => {
+          setImmediate(resolve);
+        }),
+        this.#done,
+      ]);
+      if (this.#sink.stream.writableNeedDrain) {
+        await Promise.race([once(this.#sink.stream, 'drain'), this.#done]);
+        continue;
+      }
+      if (!('readableLength' in output) || output.readableLength === 0) return;
+    }
+  }
+}
+
+/** yazl's `Entry.FILE_DATA_DONE`: the entry's data is in the output stream. */
+const ENTRY_FILE_DATA_DONE = 3;
+
+/**
+ * yazl keeps every entry until the end (for the central directory), and with each entry the
+ * function that writes its data, which holds the data of an `addBuffer` entry: a zip of 450 MB of
+ * photos would keep all of them. Once an entry's data is written, only its header fields are
+ * needed; dropping that function frees the member's bytes. yazl 3 internals (`entries`, `state`,
+ * `doFileDataPump`), held to by `zip-writer.test.ts`.
+ */
+function releaseWritten(zip: yazl.ZipFile): void {
+  const entries: unknown = (zip as unknown as { entries?: unknown }).entries;
+  if (!Array.isArray(entries)) return;
+  for (const entry of entries as { state?: unknown; doFileDataPump?: unknown }[]) {
+    if (entry.state === ENTRY_FILE_DATA_DONE) entry.doFileDataPump = undefined;
+  }
 }

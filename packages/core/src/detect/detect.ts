@@ -1,3 +1,5 @@
+import { sourceIncludes } from '../_internal/byte-source.ts';
+import type { ByteSource } from '../_internal/byte-source.ts';
 import { Rejection } from '../_internal/rejection.ts';
 import type { ContentKind, FormatRow } from '../formats.ts';
 import type { Limits } from '../limits.ts';
@@ -5,7 +7,7 @@ import { openCompoundFile } from '../_internal/cfb-reader.ts';
 import { probePdfEncryption } from '../handlers/pdf/encryption.ts';
 import { classifyCompoundFile, compoundEncryption, probeCompoundFile } from './cfb-probe.ts';
 import { probeImage } from './image-probe.ts';
-import { sniff } from './sniff.ts';
+import { sniff, SNIFF_WINDOW_BYTES } from './sniff.ts';
 import type { Sniffed } from './sniff.ts';
 import { hasSvgRoot } from './text-probe.ts';
 import { probeZip } from './zip-probe.ts';
@@ -168,6 +170,32 @@ export async function assertContentMatches(
       }
       return;
   }
+}
+
+/** Kinds whose check reads only the signatures at the head of the file. */
+const HEAD_CHECKED_KINDS: ReadonlySet<ContentKind> = new Set(['zip', 'gzip', 'rtf']);
+
+/**
+ * {@link assertContentMatches} for a file read by range: kinds checked by their head read only
+ * that, a PDF is searched chunk by chunk for an encryption dictionary (read whole only when it has
+ * one), any other kind is read whole.
+ * @throws {Rejection} as {@link assertContentMatches}.
+ */
+export async function assertSourceMatches(
+  source: ByteSource,
+  format: FormatRow,
+  limits: Limits,
+): Promise<void> {
+  if (source.bytes !== undefined) return assertContentMatches(source.bytes, format, limits);
+  const head = source.read(0, SNIFF_WINDOW_BYTES);
+  if (HEAD_CHECKED_KINDS.has(format.kind)) return assertContentMatches(head, format, limits);
+  if (format.kind === 'pdf' || format.kind === 'fdf') {
+    // Not a PDF at all: the head says what it is.
+    if (sniff(head) !== format.kind) return assertContentMatches(head, format, limits);
+    // The encryption probe looks for `/Encrypt`: where there is none, the PDF opens.
+    if (!(await sourceIncludes(source, '/Encrypt'))) return;
+  }
+  return assertContentMatches(await source.readAll(), format, limits);
 }
 
 function encryptedOoxml(): Rejection {

@@ -105,6 +105,12 @@ function sniffForeign(bytes: Uint8Array): ForeignKind | undefined {
 const TEXT_PROBE_BYTES = 8192;
 
 /**
+ * Bytes {@link sniff} reads at most (the text probe's; every signature lies within them): the
+ * head of a file on disk is sniffed as the whole file would be.
+ */
+export const SNIFF_WINDOW_BYTES = TEXT_PROBE_BYTES;
+
+/**
  * True when the start of `bytes` reads as text: UTF-16 with a byte-order mark, or 8-bit text
  * without NUL bytes and with few control characters.
  */

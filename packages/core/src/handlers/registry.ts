@@ -1,10 +1,10 @@
-import type { FormatFamily } from '../formats.ts';
+import type { ContentKind, FormatFamily } from '../formats.ts';
 import { archiveHandler } from './archive/handler.ts';
 import { cfbHandler } from './cfb/handler.ts';
 import { odfHandler } from './odf/handler.ts';
 import { ooxmlHandler } from './ooxml/handler.ts';
 import { rtfHandler } from './rtf/handler.ts';
-import type { FormatHandler } from './types.ts';
+import type { FormatHandler, SourcedRebuild } from './types.ts';
 
 /**
  * A handler whose module, and the library it wraps, loads when the first file of its family
@@ -12,9 +12,18 @@ import type { FormatHandler } from './types.ts';
  * and 15 MB, the markup sanitisers (parse5, sanitize-html, postcss) about 0.1 s and 17 MB, which
  * a process rebuilding one Word document should not pay.
  */
-function loadedOnUse(family: FormatFamily, load: () => Promise<FormatHandler>): FormatHandler {
+function loadedOnUse(
+  family: FormatFamily,
+  load: () => Promise<FormatHandler>,
+  sourcedKinds: readonly ContentKind[] = [],
+): FormatHandler {
   let loading: Promise<FormatHandler> | undefined;
   const handler = (): Promise<FormatHandler> => (loading ??= load());
+  const sourced = async (): Promise<SourcedRebuild> => {
+    const loaded = (await handler()).sourced;
+    if (loaded === undefined) throw new TypeError(`the ${family} handler rebuilds in memory only`);
+    return loaded;
+  };
   return {
     family,
     async rebuild(input, context) {
@@ -23,6 +32,17 @@ function loadedOnUse(family: FormatFamily, load: () => Promise<FormatHandler>): 
     async verify(output, input, context) {
       return (await handler()).verify(output, input, context);
     },
+    ...(sourcedKinds.length === 0
+      ? {}
+      : {
+          sourced: {
+            kinds: new Set(sourcedKinds),
+            rebuild: async (input, context, sink) =>
+              (await sourced()).rebuild(input, context, sink),
+            verify: async (output, input, context) =>
+              (await sourced()).verify(output, input, context),
+          },
+        }),
   };
 }
 
@@ -30,7 +50,7 @@ function loadedOnUse(family: FormatFamily, load: () => Promise<FormatHandler>): 
 export const HANDLERS: Readonly<Record<FormatFamily, FormatHandler>> = {
   image: loadedOnUse('image', async () => (await import('./image/rebuild.ts')).imageHandler),
   archive: archiveHandler,
-  pdf: loadedOnUse('pdf', async () => (await import('./pdf/handler.ts')).pdfHandler),
+  pdf: loadedOnUse('pdf', async () => (await import('./pdf/handler.ts')).pdfHandler, ['pdf']),
   ooxml: ooxmlHandler,
   odf: odfHandler,
   cfb: cfbHandler,

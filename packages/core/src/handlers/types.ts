@@ -1,5 +1,7 @@
 import type { Finding } from '../findings.ts';
-import type { FormatFamily, FormatRow } from '../formats.ts';
+import type { ContentKind, FormatFamily, FormatRow } from '../formats.ts';
+import type { ByteSink } from '../_internal/byte-sink.ts';
+import type { ByteSource } from '../_internal/byte-source.ts';
 import type { DecodeGate } from '../_internal/concurrency.ts';
 import type { Deadline, EntryBudget, ExpansionBudget, Limits } from '../limits.ts';
 import type { Policy } from '../policy.ts';
@@ -16,6 +18,44 @@ export interface FileInput {
 /** A file whose content has been checked against its allowlist row. */
 export interface DetectedFile extends FileInput {
   readonly format: FormatRow;
+}
+
+/**
+ * A detected file read by range: the submitted file on disk (never loaded whole), or bytes in
+ * memory seen the same way (see {@link SourcedRebuild}).
+ */
+export interface SourcedFile {
+  readonly source: ByteSource;
+  readonly fileName: string;
+  readonly format: FormatRow;
+}
+
+/** What a {@link SourcedRebuild} wrote: the output read back from its sink, and what it removed. */
+export interface SourcedOutput {
+  /** The rebuilt file, read back from where it was written (a file, or memory). */
+  readonly content: ByteSource;
+  readonly findings: readonly Finding[];
+  /** As {@link HandlerOutput.manifest}. */
+  readonly manifest?: OutputManifest;
+}
+
+/**
+ * A family's rebuild of a file read by range into a sink, for the kinds whose formats allow it
+ * (a zip's members, a PDF's objects): the submitted file on disk is then never held whole in
+ * memory, nor is its rebuilt form. The family's in-memory `rebuild` and `verify` run the same
+ * code over memory, so one implementation serves both.
+ */
+export interface SourcedRebuild {
+  /** The content kinds rebuilt this way; the family's other kinds are read into memory. */
+  readonly kinds: ReadonlySet<ContentKind>;
+  /**
+   * Rebuilds `input` into `sink` and finishes the sink.
+   * @throws {Rejection} for properties of the file; any other error is a fault. The caller
+   *   discards the sink's content on either.
+   */
+  rebuild(input: SourcedFile, context: EngineContext, sink: ByteSink): Promise<SourcedOutput>;
+  /** Verify before release of what {@link rebuild} wrote, as {@link FormatHandler.verify}. */
+  verify(output: SourcedOutput, input: SourcedFile, context: EngineContext): Promise<void>;
 }
 
 /** A rebuilt file, ready to return or to put into a rebuilt archive. */
@@ -82,22 +122,22 @@ export interface EngineContext {
   /** 0 for the submitted file, 1 for members of a top-level archive, and so on. */
   readonly depth: number;
   /**
-   * The bytes of every enclosing archive, outermost first, to refuse archives that contain
-   * themselves (they are alive anyway while their members are processed).
+   * Every enclosing archive, outermost first, to refuse archives that contain themselves (they
+   * are open anyway while their members are processed; the submitted one may be a file on disk).
    */
-  readonly ancestors: readonly Uint8Array[];
+  readonly ancestors: readonly ByteSource[];
   /**
    * Runs a member through the whole engine (scan, detect, rebuild) one level deeper.
    * @throws {Rejection} when the member is rejected.
    */
-  processMember(input: FileInput, archive: Uint8Array): Promise<RebuiltFile>;
+  processMember(input: FileInput, archive: Uint8Array | ByteSource): Promise<RebuiltFile>;
   /**
    * Scans a member and, if it is itself an archive, its members, without rebuilding: for what
    * the rebuild drops (office package parts, PDF attachments) and after an archive is already
    * lost to another reason, so a threat further on still wins. `archive` is the enclosing file.
    * @returns the threat names found.
    */
-  scanMember(input: FileInput, archive: Uint8Array): Promise<readonly string[]>;
+  scanMember(input: FileInput, archive: Uint8Array | ByteSource): Promise<readonly string[]>;
 }
 
 /** Rebuilds one family of formats. One folder under `handlers/`, one row in the registry. */
@@ -117,6 +157,8 @@ export interface FormatHandler {
    *   (`ERR_VERIFY_FAILED`), never into a released file.
    */
   verify(output: HandlerOutput, input: DetectedFile, context: EngineContext): Promise<void>;
+  /** The family's rebuild by range, for the kinds it lists; absent: always in memory. */
+  readonly sourced?: SourcedRebuild;
 }
 
 /**

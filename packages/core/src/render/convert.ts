@@ -1,8 +1,12 @@
 import { Rejection } from '../_internal/rejection.ts';
 import { DisarmError, isDisarmError } from '../errors.ts';
 import { formatForFileName } from '../formats.ts';
-import { pdfHandler } from '../handlers/pdf/handler.ts';
-import type { DetectedFile, EngineContext, HandlerOutput } from '../handlers/types.ts';
+import type {
+  DetectedFile,
+  EngineContext,
+  FormatHandler,
+  HandlerOutput,
+} from '../handlers/types.ts';
 import type { RenderInput, Renderer } from './renderer.ts';
 
 /**
@@ -44,7 +48,7 @@ export async function convertToPdf(
       cause: error,
     });
   }
-  const rebuilt = await pdfHandler.rebuild(asPdf(pdf, source), context);
+  const rebuilt = await (await pdfFamily()).rebuild(asPdf(pdf, source), context);
   return { bytes: rebuilt.bytes, findings: [...findings, ...rebuilt.findings] };
 }
 
@@ -54,7 +58,7 @@ export async function verifyConverted(
   source: DetectedFile,
   context: EngineContext,
 ): Promise<void> {
-  await pdfHandler.verify(output, asPdf(output.bytes, source), context);
+  await (await pdfFamily()).verify(output, asPdf(output.bytes, source), context);
 }
 
 /** The rendered bytes as a PDF file named after the source. */
@@ -62,4 +66,9 @@ function asPdf(bytes: Uint8Array, source: DetectedFile): DetectedFile {
   const format = formatForFileName('rendered.pdf');
   if (format === undefined) throw new TypeError('pdf is missing from the allowlist');
   return { bytes, fileName: `${source.fileName}.pdf`, format };
+}
+
+/** The PDF family, loaded with the first conversion (see `handlers/registry.ts`). */
+async function pdfFamily(): Promise<FormatHandler> {
+  return (await import('../handlers/pdf/handler.ts')).pdfHandler;
 }

@@ -120,28 +120,37 @@ export function createClamdScanner(options: ClamdScannerOptions): ClamdScanner {
   const slots = new ConnectionSlots(
     positiveInteger('maxConnections', options.maxConnections, DEFAULT_CLAMD_MAX_CONNECTIONS),
   );
+  /** Streams `size` bytes of `content` to clamd; the names it reports. */
+  async function scanStream(
+    size: number,
+    content: AsyncIterable<Uint8Array>,
+    context: ScanContext,
+  ): Promise<readonly string[]> {
+    try {
+      if (settings.streamMaxLengthBytes !== undefined && size > settings.streamMaxLengthBytes) {
+        throw unavailable(
+          `the file is ${size} bytes, over clamd's stream limit of ${settings.streamMaxLengthBytes} bytes (StreamMaxLength)`,
+        );
+      }
+      const reply = await slots.run(context.signal, () =>
+        exchange(settings, streamCommand(content), context.signal),
+      );
+      return parseScanReply(reply);
+    } catch (error) {
+      const fault = toFault(error);
+      if (!settings.failOpen || context.signal.aborted) throw fault;
+      settings.onSkipped(fault, context);
+      return [];
+    }
+  }
   return {
     name: 'clamav',
-    async scan(bytes, context) {
-      try {
-        if (
-          settings.streamMaxLengthBytes !== undefined &&
-          bytes.length > settings.streamMaxLengthBytes
-        ) {
-          throw unavailable(
-            `the file is ${bytes.length} bytes, over clamd's stream limit of ${settings.streamMaxLengthBytes} bytes (StreamMaxLength)`,
-          );
-        }
-        const reply = await slots.run(context.signal, () =>
-          exchange(settings, streamCommand(bytes), context.signal),
-        );
-        return parseScanReply(reply);
-      } catch (error) {
-        const fault = toFault(error);
-        if (!settings.failOpen || context.signal.aborted) throw fault;
-        settings.onSkipped(fault, context);
-        return [];
-      }
+    scan(bytes, context) {
+      return scanStream(bytes.length, singleChunk(bytes), context);
+    },
+    // A file on disk is streamed to clamd as it is read, never held whole.
+    scanFile(file, context) {
+      return scanStream(file.size, file.chunks(), context);
     },
     async ping() {
       const reply = await exchangeOrFault(settings, [command('PING')]);
@@ -225,15 +234,25 @@ function command(name: string): Uint8Array {
   return new TextEncoder().encode(`z${name}\0`);
 }
 
-/** `zINSTREAM`, the bytes as length-prefixed chunks, and the zero-length chunk that ends them. */
-function* streamCommand(bytes: Uint8Array): Generator<Uint8Array, void, undefined> {
+/** `zINSTREAM`, the content as length-prefixed chunks, and the zero-length chunk that ends them. */
+async function* streamCommand(
+  content: AsyncIterable<Uint8Array>,
+): AsyncGenerator<Uint8Array, void, undefined> {
   yield command('INSTREAM');
-  for (let offset = 0; offset < bytes.length; offset += CHUNK_BYTES) {
-    const chunk = bytes.subarray(offset, offset + CHUNK_BYTES);
-    yield lengthPrefix(chunk.length);
-    yield chunk;
+  for await (const piece of content) {
+    for (let offset = 0; offset < piece.length; offset += CHUNK_BYTES) {
+      const chunk = piece.subarray(offset, offset + CHUNK_BYTES);
+      yield lengthPrefix(chunk.length);
+      yield chunk;
+    }
   }
   yield lengthPrefix(0);
+}
+
+// An async generator, to match a file's chunks; it never waits.
+// eslint-disable-next-line @typescript-eslint/require-await
+async function* singleChunk(bytes: Uint8Array): AsyncGenerator<Uint8Array, void, undefined> {
+  yield bytes;
 }
 
 function lengthPrefix(length: number): Uint8Array {
@@ -268,7 +287,10 @@ function parseScanReply(reply: string): string[] {
   return [...names];
 }
 
-async function exchangeOrFault(settings: Settings, request: Iterable<Uint8Array>): Promise<string> {
+async function exchangeOrFault(
+  settings: Settings,
+  request: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
+): Promise<string> {
   try {
     return (await exchange(settings, request, undefined)).replace(/\0+$/, '');
   } catch (error) {
@@ -282,7 +304,7 @@ async function exchangeOrFault(settings: Settings, request: Iterable<Uint8Array>
  */
 function exchange(
   settings: Settings,
-  request: Iterable<Uint8Array>,
+  request: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
   signal: AbortSignal | undefined,
 ): Promise<string> {
   return new Promise<string>((resolve, reject) => {
@@ -361,10 +383,10 @@ function exchange(
  */
 async function writeAll(
   socket: Socket,
-  request: Iterable<Uint8Array>,
+  request: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
   answered: () => boolean,
 ): Promise<boolean> {
-  for (const chunk of request) {
+  for await (const chunk of request) {
     if (socket.destroyed || answered()) return false;
     const written = await new Promise<boolean>((resolve) => {
       socket.write(chunk, (error) => {

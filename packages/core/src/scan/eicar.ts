@@ -33,4 +33,11 @@ export const builtinScanner: Scanner = {
   scan(bytes) {
     return Promise.resolve(isEicar(bytes) ? [EICAR_THREAT_NAME] : []);
   },
+  async scanFile(file) {
+    // The test file is at most 128 bytes: a larger file is not it, and is not read.
+    if (file.size > EICAR_MAX_FILE_BYTES) return [];
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of file.chunks()) chunks.push(chunk);
+    return isEicar(Buffer.concat(chunks)) ? [EICAR_THREAT_NAME] : [];
+  },
 };

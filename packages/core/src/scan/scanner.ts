@@ -6,6 +6,16 @@ export interface ScanContext {
   readonly signal: AbortSignal;
 }
 
+/** A file on disk handed to {@link Scanner.scanFile}: the submitted file, read as it is consumed. */
+export interface ScanFile {
+  /** Where the file is. It must not be changed; the engine reads it too. */
+  readonly path: string;
+  /** Its size in bytes. */
+  readonly size: number;
+  /** Its bytes in order, in chunks of at most 1 MiB, read from disk as they are consumed. */
+  chunks(): AsyncIterable<Uint8Array>;
+}
+
 /**
  * The threat-scanning port. The engine runs every scanner over the raw bytes of the submitted
  * file, of every archive member and of every embedded object (office package parts, PDF
@@ -20,4 +30,10 @@ export interface Scanner {
   readonly name: string;
   /** Names of the threats found in `bytes`; empty when none. */
   scan(bytes: Uint8Array, context: ScanContext): Promise<readonly string[]>;
+  /**
+   * Names of the threats found in a file on disk, read in chunks: the engine scans a submitted
+   * `path` this way, so a large upload is never held whole for the scan. Optional: without it,
+   * the engine reads the file into memory and calls {@link scan}.
+   */
+  scanFile?(file: ScanFile, context: ScanContext): Promise<readonly string[]>;
 }

@@ -1,11 +1,19 @@
+import { sameContent } from '../_internal/byte-source.ts';
 import { Rejection } from '../_internal/rejection.ts';
-import { assertContentMatches } from '../detect/detect.ts';
+import { assertContentMatches, assertSourceMatches } from '../detect/detect.ts';
 import { DisarmError } from '../errors.ts';
 import { FORMATS } from '../formats.ts';
 import type { FormatRow } from '../formats.ts';
 import { HANDLERS } from '../handlers/registry.ts';
 import { VerifyFailure } from '../handlers/types.ts';
-import type { DetectedFile, EngineContext, HandlerOutput } from '../handlers/types.ts';
+import type {
+  DetectedFile,
+  EngineContext,
+  HandlerOutput,
+  SourcedFile,
+  SourcedOutput,
+  SourcedRebuild,
+} from '../handlers/types.ts';
 
 /**
  * Verify before release (docs/ARCHITECTURE.md). Every rebuilt output, of the submitted file and
@@ -27,32 +35,74 @@ export async function verifyBeforeRelease(
   input: DetectedFile,
   context: EngineContext,
 ): Promise<void> {
-  try {
+  await asFault(input.fileName, async () => {
     if (
       output.findings.length > 0 &&
       Buffer.compare(asView(output.bytes), asView(input.bytes)) === 0
     ) {
-      throw new VerifyFailure(
-        'engine.not-identical',
-        'the output is identical to the input, yet the rebuild reports removing content',
-      );
+      throw notRebuilt();
     }
     const outputFormat = outputFormatOf(input.format);
-    try {
-      await assertContentMatches(output.bytes, outputFormat, context.limits);
-    } catch (error) {
-      if (!(error instanceof Rejection)) throw error;
-      throw new VerifyFailure(
-        'engine.redetect',
-        `the output is not a valid .${outputFormat.extension} file: ${error.message}`,
-      );
-    }
+    await redetect(outputFormat, () =>
+      assertContentMatches(output.bytes, outputFormat, context.limits),
+    );
     await HANDLERS[input.format.family].verify(output, input, context);
+  });
+}
+
+/**
+ * {@link verifyBeforeRelease} of a file rebuilt by range ({@link SourcedRebuild}): the same
+ * checks, on the output read back from where it was written, compared with the input and
+ * re-detected chunk by chunk, then the family's own verify of that output.
+ * @throws {DisarmError} `ERR_VERIFY_FAILED` naming the check.
+ */
+export async function verifySourcedBeforeRelease(
+  output: SourcedOutput,
+  input: SourcedFile,
+  context: EngineContext,
+  family: SourcedRebuild,
+): Promise<void> {
+  await asFault(input.fileName, async () => {
+    if (output.findings.length > 0 && sameContent(output.content, input.source)) {
+      throw notRebuilt();
+    }
+    const outputFormat = outputFormatOf(input.format);
+    await redetect(outputFormat, () =>
+      assertSourceMatches(output.content, outputFormat, context.limits),
+    );
+    await family.verify(output, input, context);
+  });
+}
+
+function notRebuilt(): VerifyFailure {
+  return new VerifyFailure(
+    'engine.not-identical',
+    'the output is identical to the input, yet the rebuild reports removing content',
+  );
+}
+
+/** `engine.redetect`: the output passes detection as the format it is returned in. */
+async function redetect(format: FormatRow, detect: () => Promise<void>): Promise<void> {
+  try {
+    await detect();
+  } catch (error) {
+    if (!(error instanceof Rejection)) throw error;
+    throw new VerifyFailure(
+      'engine.redetect',
+      `the output is not a valid .${format.extension} file: ${error.message}`,
+    );
+  }
+}
+
+/** Runs the checks; a failed one becomes the fault `ERR_VERIFY_FAILED`, never a rejection. */
+async function asFault(fileName: string, checks: () => Promise<void>): Promise<void> {
+  try {
+    await checks();
   } catch (error) {
     if (error instanceof VerifyFailure) {
       throw new DisarmError(
         'ERR_VERIFY_FAILED',
-        `verify before release failed (${error.check}) for "${input.fileName}": ${error.message}`,
+        `verify before release failed (${error.check}) for "${fileName}": ${error.message}`,
         { cause: error },
       );
     }

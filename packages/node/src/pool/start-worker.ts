@@ -4,16 +4,13 @@ import { copyFile, link, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 
-import {
-  builtinScanner,
-  createClamdScanner,
-  disarm as coreDisarm,
-  isDisarmError,
-} from '@disarm/core';
+import { builtinScanner, createClamdScanner, disarmToFile, isDisarmError } from '@disarm/core';
 import type {
+  CleanedFileOutcome,
   CleanedOutcome,
   DisarmOptions,
   DisarmSource,
+  FileOutcome,
   Outcome,
   Renderer,
   Scanner,
@@ -40,18 +37,34 @@ import type { ClamdConfig, JobResult } from './types.ts';
  */
 const RENDERER_CLOSE_TIMEOUT_MS = 5_000;
 
-/** The engine entry point a worker calls; `disarm` from `@disarm/core` unless replaced. */
-export type DisarmFunction = (source: DisarmSource, options: DisarmOptions) => Promise<Outcome>;
+/** What a worker's engine call is given besides the file (see {@link DisarmFunction}). */
+export interface WorkerDisarmOptions extends DisarmOptions {
+  /**
+   * Where the worker wants the cleaned copy: a new file in the job's output folder. Pass it to
+   * `disarmToFile` from `@disarm/core`, so that a large file and its copy never sit whole in the
+   * worker's memory; a function that returns the bytes instead (`disarm`) works too.
+   */
+  readonly outputPath: string;
+}
+
+/**
+ * The engine entry point a worker calls: `disarmToFile` from `@disarm/core` unless replaced. It
+ * may answer with the copy written to `options.outputPath` or with its bytes.
+ */
+export type DisarmFunction = (
+  source: DisarmSource,
+  options: WorkerDisarmOptions,
+) => Promise<Outcome | FileOutcome>;
 
 /** Options of {@link startWorker}. */
 export interface StartWorkerOptions {
   /**
-   * The engine call, e.g. core's `disarm` with extra scanners bound in. Scanners and other
+   * The engine call, e.g. core's `disarmToFile` with extra scanners bound in. Scanners and other
    * functions cannot cross the IPC channel, so a worker module is where they are configured.
    * With the pool's `clamd` option, `options.scanners` holds the built-in and clamd scanners;
    * keep them when adding yours. `options.renderers` holds the pool's renderers, which live as
    * long as the worker.
-   * @default `disarm` from `@disarm/core`
+   * @default `(source, options) => disarmToFile(source, options.outputPath, options)`
    */
   readonly disarm?: DisarmFunction;
 }
@@ -62,13 +75,16 @@ export interface StartWorkerOptions {
  *
  * @example A worker module that adds a scanner, used with `createWorkerPool({ workerModule })`:
  * ```ts
- * import { builtinScanner, disarm } from '@disarm/core';
+ * import { builtinScanner, disarmToFile } from '@disarm/core';
  * import { startWorker } from '@disarm/node';
  * import { myScanner } from './my-scanner.ts';
  *
  * startWorker({
  *   disarm: (source, options) =>
- *     disarm(source, { ...options, scanners: [...(options.scanners ?? [builtinScanner]), myScanner] }),
+ *     disarmToFile(source, options.outputPath, {
+ *       ...options,
+ *       scanners: [...(options.scanners ?? [builtinScanner]), myScanner],
+ *     }),
  * });
  * ```
  * @throws {Error} when the process has no IPC channel (not started by a pool).
@@ -76,7 +92,8 @@ export interface StartWorkerOptions {
 export function startWorker(options: StartWorkerOptions = {}): void {
   const send = process.send?.bind(process);
   if (!send) throw new Error('a disarm worker must be started by createWorkerPool()');
-  const run = options.disarm ?? coreDisarm;
+  const run: DisarmFunction =
+    options.disarm ?? ((source, engine) => disarmToFile(source, engine.outputPath, engine));
   const running = new Map<number, AbortController>();
   const scanners = new ScannerCache();
   const renderers = startRenderers();
@@ -186,7 +203,13 @@ async function runJob(
   engine: JobEngine,
   signal: AbortSignal,
 ): Promise<JobResult> {
-  let outcome: Outcome;
+  let output: OutputFile;
+  try {
+    output = await outputFile(job.outputDir, job.outputName);
+  } catch (error) {
+    return { status: 'failed', reason: 'internal_error', detail: describeFault(error) };
+  }
+  let outcome: Outcome | FileOutcome;
   try {
     const { scanners } = engine;
     outcome = await run(
@@ -196,22 +219,25 @@ async function runJob(
         policy: job.policy,
         signal,
         renderers: await engine.renderers,
+        outputPath: output.partPath,
         ...(scanners === undefined ? {} : { scanners }),
       },
     );
   } catch (error) {
+    await output.discard();
     return isDisarmError(error, 'ERR_TIMEOUT')
       ? { status: 'failed', reason: 'timeout', detail: error.message }
       : { status: 'failed', reason: 'internal_error', detail: describeFault(error) };
   }
   if (outcome.status === 'rejected') {
+    await output.discard();
     const { reason, detail, threatNames } = outcome;
     return threatNames === undefined
       ? { status: 'rejected', reason, detail }
       : { status: 'rejected', reason, detail, threatNames };
   }
   try {
-    const outputPath = await writeOutput(outcome, job.outputDir, job.outputName);
+    const outputPath = await output.place(outcome);
     return {
       status: 'cleaned',
       outputPath,
@@ -220,53 +246,73 @@ async function runJob(
       mediaType: outcome.mediaType,
       modifications: outcome.modifications,
       findings: outcome.findings,
-      bytes: outcome.bytes.length,
+      bytes: 'bytes' in outcome ? outcome.bytes.length : outcome.sizeBytes,
     };
   } catch (error) {
+    await output.discard();
     return { status: 'failed', reason: 'internal_error', detail: describeFault(error) };
   }
 }
 
 class OutputExistsError extends Error {}
 
+/** Where a job's copy is written: a temporary name in the output folder, then the final one. */
+interface OutputFile {
+  /** The temporary file the engine writes. */
+  readonly partPath: string;
+  /** Links the written copy (or writes returned bytes) into place; its final path. */
+  place(outcome: CleanedOutcome | CleanedFileOutcome): Promise<string>;
+  /** Removes the temporary file, if any, and the folder when it was made for this job. */
+  discard(): Promise<void>;
+}
+
 /**
- * Writes the copy under a temporary name, then links it into place: a crash never leaves a
+ * The copy is written under a temporary name, then linked into place: a crash never leaves a
  * truncated file under the final name, and an existing file (an input, an earlier copy) is never
  * replaced.
  */
-async function writeOutput(
-  outcome: CleanedOutcome,
+async function outputFile(
   outputDir: string | null,
   outputName: string | null,
-): Promise<string> {
+): Promise<OutputFile> {
   // Not under this worker's own TMPDIR, which goes when the worker exits: the caller reads it.
   const folder =
     outputDir ?? (await mkdtemp(join(process.env[OUTPUT_TEMP_ENV] ?? tmpdir(), 'disarm-')));
   await mkdir(folder, { recursive: true });
-  // A derived name keeps only its last segment, so it cannot climb out of the folder.
-  const outputPath = join(folder, outputName ?? basename(outcome.fileName));
   const partPath = join(folder, `.${randomUUID()}.part`);
-  await writeFile(partPath, outcome.bytes, { flag: 'wx' });
-  try {
-    await link(partPath, outputPath);
-  } catch (error) {
-    if (errorCode(error) === 'EEXIST') {
-      await rm(partPath, { force: true });
-      throw new OutputExistsError(`${basename(outputPath)} already exists in the output folder`);
-    }
-    // Some file systems have no hard links; an exclusive copy keeps the no-replace promise.
-    try {
-      await copyFile(partPath, outputPath, constants.COPYFILE_EXCL);
-    } catch (copyError) {
-      await rm(partPath, { force: true });
-      if (errorCode(copyError) === 'EEXIST') {
-        throw new OutputExistsError(`${basename(outputPath)} already exists in the output folder`);
+  return {
+    partPath,
+    // A folder made for this job holds nothing else: without a copy, it goes too.
+    discard: () => rm(outputDir === null ? folder : partPath, { recursive: true, force: true }),
+    async place(outcome) {
+      // A derived name keeps only its last segment, so it cannot climb out of the folder.
+      const outputPath = join(folder, outputName ?? basename(outcome.fileName));
+      // A custom engine call may answer with the bytes instead of writing the file.
+      if ('bytes' in outcome) await writeFile(partPath, outcome.bytes, { flag: 'wx' });
+      try {
+        await link(partPath, outputPath);
+      } catch (error) {
+        if (errorCode(error) === 'EEXIST') {
+          throw new OutputExistsError(
+            `${basename(outputPath)} already exists in the output folder`,
+          );
+        }
+        // Some file systems have no hard links; an exclusive copy keeps the no-replace promise.
+        try {
+          await copyFile(partPath, outputPath, constants.COPYFILE_EXCL);
+        } catch (copyError) {
+          if (errorCode(copyError) === 'EEXIST') {
+            throw new OutputExistsError(
+              `${basename(outputPath)} already exists in the output folder`,
+            );
+          }
+          throw copyError;
+        }
       }
-      throw copyError;
-    }
-  }
-  await rm(partPath, { force: true });
-  return outputPath;
+      await rm(partPath, { force: true });
+      return outputPath;
+    },
+  };
 }
 
 function errorCode(error: unknown): unknown {

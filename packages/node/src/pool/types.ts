@@ -112,7 +112,9 @@ export type JobResult = CleanedJobResult | RejectedJobResult | FailedJobResult;
 export interface WorkerPoolOptions {
   /**
    * Number of worker processes. Each runs libvips with one thread (`VIPS_CONCURRENCY=1`, unless
-   * the environment sets it), since the pool itself is the parallelism.
+   * the environment sets it), since the pool itself is the parallelism, and glibc's allocator
+   * tuned to give large buffers back (`MALLOC_MMAP_THRESHOLD_=1048576`, `MALLOC_ARENA_MAX=2`,
+   * likewise unless set).
    * @default `os.availableParallelism()` (at least 1)
    */
   readonly size?: number;

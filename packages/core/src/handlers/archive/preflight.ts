@@ -1,6 +1,8 @@
 import { promisify } from 'node:util';
 import { gunzip, inflateRaw } from 'node:zlib';
 
+import { memorySource } from '../../_internal/byte-source.ts';
+import type { ByteSource } from '../../_internal/byte-source.ts';
 import { asBuffer, formatBytes } from '../../_internal/bytes.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import { COMPRESSION_DEFLATED, COMPRESSION_STORED } from '../../_internal/zip-reader.ts';
@@ -9,7 +11,7 @@ import { sniff } from '../../detect/sniff.ts';
 import { isDisarmError } from '../../errors.ts';
 import { formatForFileName } from '../../formats.ts';
 import { entryLimitRejection } from '../../limits.ts';
-import type { DetectedFile, EngineContext } from '../types.ts';
+import type { EngineContext, SourcedFile } from '../types.ts';
 
 const gunzipAsync = promisify(gunzip);
 const inflateRawAsync = promisify(inflateRaw);
@@ -17,7 +19,8 @@ const inflateRawAsync = promisify(inflateRaw);
 const FLAG_ENCRYPTED = 0x0001;
 
 interface Level {
-  readonly bytes: Uint8Array;
+  /** The submitted archive (maybe a file read by range), or a nested one inflated in memory. */
+  readonly source: ByteSource;
   readonly kind: 'zip' | 'gzip';
   /** 0 for the submitted archive, as `EngineContext.depth`. */
   readonly depth: number;
@@ -33,10 +36,10 @@ interface Level {
  *
  * Levels that cannot be listed are left to the rebuild, which reports them precisely.
  */
-export async function preflightArchive(input: DetectedFile, context: EngineContext): Promise<void> {
+export async function preflightArchive(input: SourcedFile, context: EngineContext): Promise<void> {
   const { limits } = context;
   const pending: Level[] = [
-    { bytes: input.bytes, kind: input.format.kind === 'gzip' ? 'gzip' : 'zip', depth: 0 },
+    { source: input.source, kind: input.format.kind === 'gzip' ? 'gzip' : 'zip', depth: 0 },
   ];
   let entries = 0;
   let declared = 0;
@@ -65,7 +68,7 @@ export async function preflightArchive(input: DetectedFile, context: EngineConte
         ? await listGzip(level, limits.maxBytes - inflated, context, count)
         : await listZip(level, limits.maxBytes - inflated, context, count);
     for (const child of nested) {
-      inflated += child.bytes.length;
+      inflated += child.source.length;
       pending.push(child);
     }
   }
@@ -82,7 +85,9 @@ async function listGzip(
   let inner: Buffer;
   try {
     inner = await context.deadline.race(
-      gunzipAsync(asBuffer(level.bytes), { maxOutputLength: Math.max(1, maxBytes) }),
+      gunzipAsync(asBuffer(await level.source.readAll()), {
+        maxOutputLength: Math.max(1, maxBytes),
+      }),
     );
   } catch (error) {
     if (isDisarmError(error)) throw error;
@@ -94,7 +99,9 @@ async function listGzip(
   }
   count(1, inner.length);
   const kind = sniff(inner);
-  return kind === 'zip' || kind === 'gzip' ? [{ bytes: inner, kind, depth: level.depth + 1 }] : [];
+  return kind === 'zip' || kind === 'gzip'
+    ? [{ source: memorySource(inner), kind, depth: level.depth + 1 }]
+    : [];
 }
 
 async function listZip(
@@ -105,7 +112,7 @@ async function listZip(
 ): Promise<Level[]> {
   // The strict walker lists without an event-loop turn per entry; a level it cannot walk is left
   // to the rebuild, which reports it precisely.
-  const walk = walkZip(level.bytes);
+  const walk = walkZip(level.source);
   if (!walk.ok) return [];
   const { entries } = walk.zip;
   count(
@@ -129,10 +136,7 @@ async function listZip(
         `member "${entry.name ?? ''}" expands past the content ceiling`,
       );
     }
-    const stored = asBuffer(level.bytes).subarray(
-      entry.dataStart,
-      entry.dataStart + entry.compressedSize,
-    );
+    const stored = asBuffer(level.source.read(entry.dataStart, entry.compressedSize));
     let bytes: Uint8Array;
     try {
       bytes =
@@ -147,7 +151,9 @@ async function listZip(
     }
     left -= bytes.length;
     const kind = sniff(bytes);
-    if (kind === 'zip' || kind === 'gzip') nested.push({ bytes, kind, depth: level.depth + 1 });
+    if (kind === 'zip' || kind === 'gzip') {
+      nested.push({ source: memorySource(bytes), kind, depth: level.depth + 1 });
+    }
   }
   return nested;
 }

@@ -12,7 +12,7 @@ import { formatForFileName } from '../../formats.ts';
 import { Deadline } from '../../limits.ts';
 import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
 import { VerifyFailure } from '../types.ts';
-import { verifyArchive } from './verify.ts';
+import { archiveHandler } from './handler.ts';
 
 const format = formatForFileName('out.zip');
 if (!format) throw new Error('zip is not on the allowlist');
@@ -23,7 +23,7 @@ const MODIFIED_AT = new Date(Date.UTC(2024, 0, 2));
 
 async function failedCheck(output: HandlerOutput): Promise<string> {
   try {
-    await verifyArchive(output, input, context);
+    await archiveHandler.verify(output, input, context);
   } catch (error) {
     if (error instanceof VerifyFailure) return error.check;
     throw error;

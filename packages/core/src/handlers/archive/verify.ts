@@ -1,13 +1,14 @@
 import { promisify } from 'node:util';
 import { crc32, inflateRaw } from 'node:zlib';
 
+import type { ByteSource } from '../../_internal/byte-source.ts';
 import { asBuffer } from '../../_internal/bytes.ts';
 import { walkZip } from '../../_internal/zip-walk.ts';
 import type { WalkedEntry } from '../../_internal/zip-walk.ts';
 import { COMPRESSION_DEFLATED, COMPRESSION_STORED } from '../../_internal/zip-reader.ts';
 import { isDisarmError } from '../../errors.ts';
 import { VerifyFailure } from '../types.ts';
-import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import type { EngineContext, SourcedFile, SourcedOutput } from '../types.ts';
 import { collisionKey, pathProblem } from './member-names.ts';
 
 const inflateRawAsync = promisify(inflateRaw);
@@ -34,15 +35,17 @@ const S_IFDIR = 0o040000;
  * - `archive.relist`: the names and their count are exactly those the rebuild decided to write.
  */
 export async function verifyArchive(
-  output: HandlerOutput,
-  input: DetectedFile,
+  output: SourcedOutput,
+  input: SourcedFile,
   context: EngineContext,
 ): Promise<void> {
   const decided = output.manifest?.entryNames;
   if (decided === undefined) {
     throw new VerifyFailure('archive.relist', 'the rebuild handed over no list of its entries');
   }
-  const walk = walkZip(output.bytes);
+  // The written archive is walked where it was written (a file is read by range, a member at a
+  // time), never through the writer's own picture of it.
+  const walk = walkZip(output.content);
   if (!walk.ok) throw new VerifyFailure('archive.structure', walk.problem);
   if (walk.zip.commentBytes > 0) {
     throw new VerifyFailure('archive.no-comment', 'the written archive has a comment');
@@ -56,7 +59,7 @@ export async function verifyArchive(
     if (seen.has(key)) throw new VerifyFailure('archive.names', `"${name}" is written twice`);
     seen.add(key);
     names.push(name);
-    await checkData(output.bytes, entry, name, context);
+    await checkData(output.content, entry, name, context);
   }
   if (names.length !== decided.length || names.some((name, index) => name !== decided[index])) {
     throw new VerifyFailure(
@@ -97,15 +100,12 @@ function checkEntry(entry: WalkedEntry): string {
 }
 
 async function checkData(
-  archive: Uint8Array,
+  archive: ByteSource,
   entry: WalkedEntry,
   name: string,
   context: EngineContext,
 ): Promise<void> {
-  const stored = asBuffer(archive).subarray(
-    entry.dataStart,
-    entry.dataStart + entry.compressedSize,
-  );
+  const stored = asBuffer(archive.read(entry.dataStart, entry.compressedSize));
   let data: Buffer;
   try {
     data =

@@ -1,3 +1,4 @@
+import type { ByteSink } from '../../_internal/byte-sink.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import {
   compressionName,
@@ -8,33 +9,36 @@ import {
 } from '../../_internal/zip-reader.ts';
 import type { ZipListing, ZipMember } from '../../_internal/zip-reader.ts';
 import { walkZip } from '../../_internal/zip-walk.ts';
-import { writeZip } from '../../_internal/zip-writer.ts';
-import type { ZipWriteEntry } from '../../_internal/zip-writer.ts';
+import { ZipStreamWriter } from '../../_internal/zip-writer.ts';
+import type { ZipStreamEntry } from '../../_internal/zip-writer.ts';
 import { FindingTally } from '../../findings.ts';
 import { extensionOf, formatForFileName } from '../../formats.ts';
 import { formatBytes } from '../../_internal/bytes.ts';
 import { assertExpansionRatio } from '../../limits.ts';
-import type { DetectedFile, EngineContext, HandlerOutput, RebuiltFile } from '../types.ts';
+import type { EngineContext, RebuiltFile, SourcedFile, SourcedOutput } from '../types.ts';
 import { checkMemberName, collisionKey, findNameConflict } from './member-names.ts';
 import type { SafeName } from './member-names.ts';
 import { ArchiveVerdict, hidesArchive, isCompressedFormat } from './verdict.ts';
 
 /**
- * Rebuilds a zip archive (PKWARE APPNOTE). Before a byte is inflated: the tree-wide entry budget,
- * the structure (central directory against local headers, layout), declared sizes, then every
- * member's name, type, encryption and compression. Then each member is inflated under the shared
- * content budget, scanned and rebuilt through the engine, and written into a fresh archive. Every
- * member is processed even after one is rejected or fails, so the verdict depends on the set of
- * members, not their order (see {@link ArchiveVerdict}).
+ * Rebuilds a zip archive (PKWARE APPNOTE) read by range from `input.source` into `sink`. Before a
+ * byte is inflated: the tree-wide entry budget, the structure (central directory against local
+ * headers, layout), declared sizes, then every member's name, type, encryption and compression.
+ * Then each member is inflated under the shared content budget, scanned and rebuilt through the
+ * engine, and written into a fresh archive at once: only the member being worked on is in memory,
+ * never the archive nor its rebuilt form. Every member is processed even after one is rejected or
+ * fails, so the verdict depends on the set of members, not their order (see
+ * {@link ArchiveVerdict}).
  */
 export async function rebuildZip(
-  input: DetectedFile,
+  input: SourcedFile,
   context: EngineContext,
-): Promise<HandlerOutput> {
-  const listing = await openZip(input.bytes, context.limits.maxEntries);
+  sink: ByteSink,
+): Promise<SourcedOutput> {
+  const listing = await openZip(input.source, context.limits.maxEntries);
   try {
     context.entries.consume(listing.members.length);
-    const walk = walkZip(input.bytes);
+    const walk = walkZip(input.source);
     if (!walk.ok)
       throw new Rejection('invalid_file', `the zip structure is inconsistent: ${walk.problem}`);
     checkSizes(listing, context);
@@ -51,7 +55,14 @@ export async function rebuildZip(
     const scanOnly = verdict.lost;
     const findings = new FindingTally();
     if (listing.commentBytes > 0) findings.add('archive-comment');
-    const entries: ZipWriteEntry[] = [];
+    const writer = new ZipStreamWriter(sink);
+    const written: string[] = [];
+    const write = async (entry: ZipStreamEntry): Promise<void> => {
+      // Once the archive is lost its output is thrown away: nothing more is written.
+      if (verdict.lost) return;
+      written.push(entry.path);
+      await writer.add(entry);
+    };
     const taken = new Set(
       names
         .filter((name): name is SafeName => name !== undefined && !name.isDirectory)
@@ -66,7 +77,7 @@ export async function rebuildZip(
       if (hasForeignExtraFields(member)) here.add('archive-metadata');
       if (member.isDirectory) {
         if (name)
-          entries.push({ path: `${name.path}/`, directory: true, modifiedAt: member.modifiedAt });
+          await write({ path: `${name.path}/`, directory: true, modifiedAt: member.modifiedAt });
         continue;
       }
       if (!isReadable(member)) continue;
@@ -75,22 +86,23 @@ export async function rebuildZip(
       if (!bytes) continue;
       const memberInput = { bytes, fileName: name?.path ?? member.name };
       if (scanOnly || !name) {
-        verdict.addThreats(await context.scanMember(memberInput, input.bytes), what);
+        verdict.addThreats(await context.scanMember(memberInput, input.source), what);
         continue;
       }
-      const rebuilt = await verdict.capture(context.processMember(memberInput, input.bytes), what);
+      const rebuilt = await verdict.capture(context.processMember(memberInput, input.source), what);
       if (rebuilt) {
         here.addAll(rebuilt.findings);
-        entries.push(toWriteEntry(rebuilt, name, member, taken));
+        await write(toWriteEntry(rebuilt, name, member, taken));
       } else if (hidesArchive(memberInput)) {
-        verdict.addThreats(await context.scanMember(memberInput, input.bytes), what);
+        verdict.addThreats(await context.scanMember(memberInput, input.source), what);
       }
     }
     verdict.throwIfLost();
+    await writer.finish();
     return {
-      bytes: await writeZip(entries),
+      content: await sink.finish(),
       findings: findings.toArray(),
-      manifest: { entryNames: entries.map((entry) => entry.path) },
+      manifest: { entryNames: written },
     };
   } finally {
     listing.file.close();
@@ -211,7 +223,7 @@ function toWriteEntry(
   name: SafeName,
   member: ZipMember,
   taken: Set<string>,
-): ZipWriteEntry {
+): ZipStreamEntry {
   let path = name.path;
   if (rebuilt.converted) {
     // A converted member carries its new extension; if that name is taken, keep the old one too.

@@ -3,8 +3,13 @@
  * verify before release re-reads every output with it. It accepts only the layout `write.ts`
  * produces (header at 0, objects 1..n back to back, one classic cross-reference table, trailer,
  * `%%EOF` as the last line) and fails on anything else, so nothing can hide between objects, in
- * an object stream or after the end.
+ * an object stream or after the end. It reads a file by range, an object at a time, and never
+ * reads stream data (it only holds where the data lies), so a large output is checked in bounded
+ * memory.
  */
+
+import { memorySource } from '../../_internal/byte-source.ts';
+import type { ByteSource } from '../../_internal/byte-source.ts';
 
 /** A parsed PDF value. Names are decoded (`#xx` escapes resolved), without the slash. */
 export type PdfValue =
@@ -17,11 +22,11 @@ export type PdfValue =
   | { readonly type: 'null' }
   | { readonly type: 'ref'; readonly num: number; readonly gen: number };
 
-/** One indirect object; `stream` holds the (still encoded) stream data. */
+/** One indirect object; `stream` says where its (still encoded) stream data lies. */
 export interface PdfIndirect {
   readonly num: number;
   readonly value: PdfValue;
-  readonly stream?: Buffer;
+  readonly stream?: { readonly start: number; readonly length: number };
 }
 
 /** The whole file as read. */
@@ -43,17 +48,23 @@ const MAX_DEPTH = 128;
 const WHITESPACE = new Set([0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20]);
 const DELIMITERS = new Set([0x28, 0x29, 0x3c, 0x3e, 0x5b, 0x5d, 0x7b, 0x7d, 0x2f, 0x25]);
 
+/** A first read of an object of the file: enough for its dictionary, not its stream data. */
+const OBJECT_HEAD_BYTES = 64 * 1024;
+
 class Cursor {
   readonly bytes: Buffer;
   pos: number;
+  /** Where `bytes` starts in the file, for the positions in messages. */
+  readonly base: number;
 
-  constructor(bytes: Buffer, pos: number) {
+  constructor(bytes: Buffer, pos: number, base = 0) {
     this.bytes = bytes;
     this.pos = pos;
+    this.base = base;
   }
 
   fail(what: string): never {
-    throw new PdfReadError(`${what} at byte ${this.pos}`);
+    throw new PdfReadError(`${what} at byte ${this.base + this.pos}`);
   }
 
   skipSpace(): void {
@@ -194,20 +205,30 @@ function parseHex(cursor: Cursor): PdfValue {
 }
 
 /**
- * Reads a rebuilt PDF completely.
+ * Reads a rebuilt PDF completely (held in memory, or a file read by range).
  * @throws {PdfReadError} for anything outside the layout the rebuild writes.
  */
-export function parseRebuiltPdf(bytes: Uint8Array): ParsedPdf {
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const header = /^%(PDF|FDF)-[12]\.\d\n%[\x80-\xff]{4}\n/.exec(buffer.toString('latin1', 0, 16));
+export function parseRebuiltPdf(content: Uint8Array | ByteSource): ParsedPdf {
+  const source = content instanceof Uint8Array ? memorySource(content) : content;
+  const read = (start: number, length: number): Buffer => {
+    const bytes = source.read(start, length);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+  const head = read(0, 16);
+  const header = /^%(PDF|FDF)-[12]\.\d\n%[\x80-\xff]{4}\n/.exec(head.toString('latin1'));
   if (!header) throw new PdfReadError('the header is not at byte 0');
+  const tailStart = Math.max(0, source.length - 64);
   const tail = /startxref\n(\d+)\n%%EOF\n$/.exec(
-    buffer.toString('latin1', Math.max(0, buffer.length - 64)),
+    read(tailStart, source.length - tailStart).toString('latin1'),
   );
   if (!tail) throw new PdfReadError('the file does not end with startxref and %%EOF');
   const xrefOffset = Number(tail[1]);
+  if (!Number.isSafeInteger(xrefOffset) || xrefOffset >= source.length) {
+    throw new PdfReadError(`the cross-reference offset ${tail[1]} is outside the file`);
+  }
 
-  const cursor: Cursor = new Cursor(buffer, xrefOffset);
+  // The table, trailer and end: from the xref offset to the end of the file.
+  const cursor: Cursor = new Cursor(read(xrefOffset, source.length - xrefOffset), 0, xrefOffset);
   cursor.expect('xref\n0 ');
   const count = Number(cursor.regular());
   cursor.expect('\n');
@@ -216,7 +237,7 @@ export function parseRebuiltPdf(bytes: Uint8Array): ParsedPdf {
   const offsets: number[] = [];
   for (let num = 1; num < count; num += 1) {
     const row = /^(\d{10}) 00000 n \n$/.exec(
-      buffer.toString('latin1', cursor.pos, cursor.pos + 20),
+      cursor.bytes.toString('latin1', cursor.pos, cursor.pos + 20),
     );
     if (!row) cursor.fail('bad cross-reference row');
     offsets.push(Number(row[1]));
@@ -226,7 +247,7 @@ export function parseRebuiltPdf(bytes: Uint8Array): ParsedPdf {
   const trailer = parseValue(cursor, 0);
   if (trailer.type !== 'dict') cursor.fail('the trailer is not a dictionary');
   cursor.expect(`\nstartxref\n${xrefOffset}\n%%EOF\n`);
-  if (cursor.pos !== buffer.length) cursor.fail('bytes after %%EOF');
+  if (cursor.pos !== cursor.bytes.length) cursor.fail('bytes after %%EOF');
 
   const objects = new Map<number, PdfIndirect>();
   let expected = header[0].length;
@@ -234,26 +255,68 @@ export function parseRebuiltPdf(bytes: Uint8Array): ParsedPdf {
     const num = index + 1;
     if (offset !== expected)
       throw new PdfReadError(`object ${num} is not where the previous one ends`);
-    const at: Cursor = new Cursor(buffer, offset);
-    at.expect(`${num} 0 obj\n`);
-    const value = parseValue(at, 0);
-    let stream: Buffer | undefined;
-    if (at.peek('\nstream\n') || at.peek('stream\n')) {
-      if (value.type !== 'dict') at.fail('a stream without a dictionary');
-      const length = value.entries.get('Length');
-      if (length?.type !== 'number' || !Number.isSafeInteger(length.value) || length.value < 0) {
-        at.fail('a stream /Length that is not a direct integer');
-      }
-      at.pos += at.peek('\n') ? 1 : 0;
-      at.expect('stream\n');
-      stream = buffer.subarray(at.pos, at.pos + length.value);
-      at.pos += length.value;
-      at.expect('\nendstream');
+    // Objects lie back to back: each ends where the next begins (the last, at the table).
+    const end = offsets[index + 1] ?? xrefOffset;
+    if (end <= offset || end > xrefOffset) {
+      throw new PdfReadError(`object ${num} does not end before the cross-reference table`);
     }
-    at.expect('\nendobj\n');
-    expected = at.pos;
-    objects.set(num, stream ? { num, value, stream } : { num, value });
+    const object = readObject(read, num, offset, end);
+    expected = object.end;
+    objects.set(num, object.indirect);
   }
   if (expected !== xrefOffset) throw new PdfReadError('bytes between the last object and the xref');
   return { header: header[1] === 'FDF' ? 'FDF' : 'PDF', objects, trailer: trailer.entries };
+}
+
+/**
+ * One object, `N 0 obj` to `endobj`, at `[offset, end)`: its dictionary read from the first
+ * bytes (more when it is longer), its stream data only located, and its end checked.
+ */
+function readObject(
+  read: (start: number, length: number) => Buffer,
+  num: number,
+  offset: number,
+  end: number,
+): { indirect: PdfIndirect; end: number } {
+  for (
+    let window = Math.min(end - offset, OBJECT_HEAD_BYTES);
+    ;
+    window = Math.min(end - offset, window * 4)
+  ) {
+    try {
+      return readObjectFrom(read, new Cursor(read(offset, window), 0, offset), num);
+    } catch (error) {
+      // A dictionary longer than the first read: read more of the object and parse it again.
+      if (!(error instanceof PdfReadError) || window >= end - offset) throw error;
+    }
+  }
+}
+
+function readObjectFrom(
+  read: (start: number, length: number) => Buffer,
+  at: Cursor,
+  num: number,
+): { indirect: PdfIndirect; end: number } {
+  at.expect(`${num} 0 obj\n`);
+  const value = parseValue(at, 0);
+  if (at.peek('\nstream\n') || at.peek('stream\n')) {
+    if (value.type !== 'dict') at.fail('a stream without a dictionary');
+    const length = value.entries.get('Length');
+    if (length?.type !== 'number' || !Number.isSafeInteger(length.value) || length.value < 0) {
+      at.fail('a stream /Length that is not a direct integer');
+    }
+    at.pos += at.peek('\n') ? 1 : 0;
+    at.expect('stream\n');
+    const start = at.base + at.pos;
+    // The data is not read, only what must follow it.
+    const close = '\nendstream\nendobj\n';
+    const after = new Cursor(read(start + length.value, close.length), 0, start + length.value);
+    after.expect(close);
+    return {
+      indirect: { num, value, stream: { start, length: length.value } },
+      end: start + length.value + close.length,
+    };
+  }
+  at.expect('\nendobj\n');
+  return { indirect: { num, value }, end: at.base + at.pos };
 }

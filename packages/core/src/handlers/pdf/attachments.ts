@@ -10,7 +10,7 @@ import {
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
 import { Rejection, ThreatReport } from '../../_internal/rejection.ts';
-import type { DetectedFile, EngineContext } from '../types.ts';
+import type { EngineContext, SourcedFile } from '../types.ts';
 import { decodedForScan } from './streams.ts';
 import type { StreamBudget } from './streams.ts';
 
@@ -40,7 +40,7 @@ interface Attachment {
  */
 export async function attachmentThreats(
   pdf: PDFContext,
-  input: DetectedFile,
+  input: SourcedFile,
   context: EngineContext,
   budget: StreamBudget,
 ): Promise<ThreatReport> {
@@ -55,7 +55,7 @@ export async function attachmentThreats(
   for (const attachment of attachments) {
     context.deadline.check();
     const bytes = decodedForScan(attachment.stream, pdf, budget);
-    const found = await context.scanMember({ bytes, fileName: attachment.name }, input.bytes);
+    const found = await context.scanMember({ bytes, fileName: attachment.name }, input.source);
     threats.add(found, `attachment "${attachment.name}"`);
   }
   return threats;

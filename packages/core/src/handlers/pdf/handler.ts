@@ -1,15 +1,25 @@
 import { PDFDocument, ParseSpeeds } from '@cantoo/pdf-lib';
 import type { PDFContext } from '@cantoo/pdf-lib';
 
+import { memorySink } from '../../_internal/byte-sink.ts';
+import type { ByteSink } from '../../_internal/byte-sink.ts';
+import { memorySource } from '../../_internal/byte-source.ts';
 import { faultOf, Rejection } from '../../_internal/rejection.ts';
 import type { ThreatReport } from '../../_internal/rejection.ts';
 import { FindingTally } from '../../findings.ts';
-import type { DetectedFile, EngineContext, FormatHandler, HandlerOutput } from '../types.ts';
+import type {
+  DetectedFile,
+  EngineContext,
+  FormatHandler,
+  SourcedFile,
+  SourcedOutput,
+} from '../types.ts';
 import { attachmentThreats } from './attachments.ts';
 import { parseWithFileKey } from './decrypt.ts';
 import { assertNoEncryptedPayload } from './encrypted-payload.ts';
 import { emptyOwnerPasswordAccess } from './encryption.ts';
 import { disarmDocument, disarmFdf } from './disarm.ts';
+import { buildSkeleton, MIN_STREAM_LEFT_IN_SOURCE_BYTES, StreamRanges } from './source.ts';
 import { StreamBudget } from './streams.ts';
 import { verifyPdf } from './verify.ts';
 import { writePdf } from './write.ts';
@@ -23,15 +33,31 @@ const MAX_PDF_OBJECTS = 2_000_000;
  * PDF and FDF: parsed (damaged cross-references recovered by scanning, empty-user-password encryption
  * removed), refused when they only wrap an encrypted payload (`encrypted-payload.ts`), disarmed by
  * walking from the catalogue (`disarm.ts`), and written anew (`write.ts`): only reachable objects,
- * no history, every stream re-encoded, a content-derived `/ID`.
+ * no history, every stream re-encoded, a content-derived `/ID`. A PDF is read by range and written
+ * as it goes (`source.ts`): the large streams of a submitted PDF on disk (scanned pages, photos)
+ * stay in the file until the writer copies or re-encodes them, one at a time.
  */
 export const pdfHandler: FormatHandler = {
   family: 'pdf',
-  rebuild(input, context) {
-    return rebuildPdf(input, context);
+  async rebuild(input, context) {
+    const output = await rebuildPdf(sourced(input), context, memorySink());
+    return {
+      bytes: output.content.bytes ?? (await output.content.readAll()),
+      findings: output.findings,
+    };
   },
-  verify: verifyPdf,
+  verify: (output, input, context) =>
+    verifyPdf({ ...output, content: memorySource(output.bytes) }, sourced(input), context),
+  sourced: {
+    kinds: new Set(['pdf']),
+    rebuild: (input, context, sink) => rebuildPdf(input, context, sink),
+    verify: verifyPdf,
+  },
 };
+
+function sourced(input: DetectedFile): SourcedFile {
+  return { source: memorySource(input.bytes), fileName: input.fileName, format: input.format };
+}
 
 /**
  * Where the threats of a PDF whose own scan found some are: its attachments, each scanned (see
@@ -39,18 +65,68 @@ export const pdfHandler: FormatHandler = {
  * @throws {Rejection} when the file does not parse or is over a limit.
  */
 export async function locateAttachmentThreats(
-  input: DetectedFile,
+  input: SourcedFile,
   context: EngineContext,
 ): Promise<ThreatReport> {
-  const { body } = pdfBody(input);
-  const pdfContext = await context.deadline.race(loadPdf(body));
-  return attachmentThreats(pdfContext, input, context, new StreamBudget(context));
+  const parsed = await readPdf(input, context, MIN_STREAM_LEFT_IN_SOURCE_BYTES);
+  return attachmentThreats(parsed.pdf, input, context, new StreamBudget(context, parsed.ranges));
+}
+
+/** A parsed PDF, with what the writer needs to know of the file it came from. */
+interface ParsedPdf {
+  readonly pdf: PDFContext;
+  /** The streams left in the source while parsing. */
+  readonly ranges: StreamRanges;
+  readonly header: 'PDF' | 'FDF';
+  /** Bytes before the header. */
+  readonly start: number;
+  /** The header's version, when it has one the writer keeps. */
+  readonly version: string | undefined;
+}
+
+/**
+ * Parses the PDF from its skeleton (see {@link buildSkeleton}), or from the whole file when the
+ * parser read the skeleton otherwise than the scan did.
+ */
+async function readPdf(
+  input: SourcedFile,
+  context: EngineContext,
+  minStreamBytes: number,
+): Promise<ParsedPdf> {
+  const skeleton = buildSkeleton(input.source, minStreamBytes);
+  if (skeleton.ranges.count > 0) {
+    try {
+      const parsed = await parseBody(skeleton.bytes, skeleton.ranges, input, context);
+      if (skeleton.ranges.adopt(parsed.pdf)) return parsed;
+    } catch (error) {
+      if (!(error instanceof Rejection)) throw error;
+    }
+  }
+  // Nothing left in the source (a small file), or the skeleton could not be held to the file.
+  const whole = skeleton.ranges.count > 0 ? await input.source.readAll() : skeleton.bytes;
+  return parseBody(whole, new StreamRanges(input.source), input, context);
+}
+
+async function parseBody(
+  bytes: Uint8Array,
+  ranges: StreamRanges,
+  input: SourcedFile,
+  context: EngineContext,
+): Promise<ParsedPdf> {
+  const { body, header, start } = pdfBody(bytes, input.format.kind);
+  const version = /^%PDF-(1\.[0-7]|2\.0)/.exec(
+    Buffer.from(body.subarray(0, 8)).toString('latin1'),
+  )?.[1];
+  const pdf = await context.deadline.race(loadPdf(body));
+  return { pdf, ranges, header, start, version };
 }
 
 /** The bytes the parser reads: from the header on, with a header it understands. */
-function pdfBody(input: DetectedFile): { body: Uint8Array; header: 'PDF' | 'FDF'; start: number } {
-  const bytes = input.bytes;
-  const header = input.format.kind === 'fdf' ? 'FDF' : 'PDF';
+function pdfBody(
+  bytes: Uint8Array,
+  kind: SourcedFile['format']['kind'],
+): { body: Uint8Array; header: 'PDF' | 'FDF'; start: number } {
+  const header = kind === 'fdf' ? 'FDF' : 'PDF';
   const start = Buffer.from(
     bytes.buffer,
     bytes.byteOffset,
@@ -70,15 +146,21 @@ function pdfBody(input: DetectedFile): { body: Uint8Array; header: 'PDF' | 'FDF'
   return { body, header, start };
 }
 
-async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<HandlerOutput> {
-  const { body, header, start } = pdfBody(input);
+/**
+ * Rebuilds a PDF read from `input.source` into `sink`; streams of at least `minStreamBytes` stay
+ * in the source while it is parsed (exported for the test that holds the output to a parse of
+ * the whole file: it must not depend on what stays).
+ */
+export async function rebuildPdf(
+  input: SourcedFile,
+  context: EngineContext,
+  sink: ByteSink,
+  minStreamBytes = MIN_STREAM_LEFT_IN_SOURCE_BYTES,
+): Promise<SourcedOutput> {
+  const parsed = await readPdf(input, context, minStreamBytes);
+  const { pdf: pdfContext, header } = parsed;
   const findings = new FindingTally();
-  findings.add('hidden-data', start > 0 ? 1 : 0);
-  const versionMatch = /^%PDF-(1\.[0-7]|2\.0)/.exec(
-    Buffer.from(body.subarray(0, 8)).toString('latin1'),
-  );
-
-  const pdfContext = await context.deadline.race(loadPdf(body));
+  findings.add('hidden-data', parsed.start > 0 ? 1 : 0);
   if (pdfContext.largestObjectNumber > MAX_PDF_OBJECTS) {
     throw new Rejection(
       'file_too_large',
@@ -86,7 +168,7 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
     );
   }
   if (header === 'PDF') assertNoEncryptedPayload(pdfContext);
-  const budget = new StreamBudget(context);
+  const budget = new StreamBudget(context, parsed.ranges);
   // The rebuild leaves embedded files out; the scanners judge them first.
   const threats = await attachmentThreats(pdfContext, input, context, budget);
   if (threats.size > 0) throw threats.toRejection('the file');
@@ -95,19 +177,21 @@ async function rebuildPdf(input: DetectedFile, context: EngineContext): Promise<
       ? disarmFdf(pdfContext, findings, context.deadline)
       : disarmDocument(pdfContext, { findings, deadline: context.deadline, budget });
   context.deadline.check();
-  const output = writePdf({
+  await writePdf({
     context: pdfContext,
     objects: disarmed.objects,
-    version: versionMatch?.[1] ?? (header === 'FDF' ? '1.2' : '1.7'),
+    version: parsed.version ?? (header === 'FDF' ? '1.2' : '1.7'),
     budget,
     header,
     contentStreams: disarmed.contentStreams,
     findings,
+    sink,
+    deadline: context.deadline,
   });
-  if (output.length > context.limits.maxBytes) {
+  if (sink.length > context.limits.maxBytes) {
     throw new Rejection('file_too_large', 'the rebuilt PDF is larger than the size ceiling');
   }
-  return { bytes: output, findings: findings.toArray() };
+  return { content: await sink.finish(), findings: findings.toArray() };
 }
 
 /**

@@ -19,11 +19,12 @@ import {
 import type { RawPdfObject } from '@disarm/fixtures';
 import { beforeAll, describe, expect, it } from 'vitest';
 
+import { memorySource } from '../../_internal/byte-source.ts';
 import { disarm } from '../../disarm.ts';
 import type { FindingKind } from '../../findings.ts';
 import type { CleanedOutcome, Outcome } from '../../outcome.ts';
 import { VerifyFailure } from '../types.ts';
-import type { DetectedFile, EngineContext } from '../types.ts';
+import type { EngineContext, SourcedFile } from '../types.ts';
 import { verifyPdf } from './verify.ts';
 import { cleaned } from '../../test-support.ts';
 
@@ -1041,10 +1042,10 @@ describe('the FDF rebuild', () => {
 
 describe('verify before release for PDF', () => {
   const context = {} as EngineContext;
-  const input = {} as DetectedFile;
+  const input = {} as SourcedFile;
   const checkOf = async (bytes: Uint8Array): Promise<string | undefined> => {
     try {
-      await verifyPdf({ bytes, findings: [] }, input, context);
+      await verifyPdf({ content: memorySource(bytes), findings: [] }, input, context);
       return undefined;
     } catch (error) {
       if (error instanceof VerifyFailure) return error.check;

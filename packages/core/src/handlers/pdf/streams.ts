@@ -14,6 +14,7 @@ import { Rejection } from '../../_internal/rejection.ts';
 import { formatBytes } from '../../_internal/bytes.ts';
 import { assertExpansionRatio } from '../../limits.ts';
 import type { EngineContext } from '../types.ts';
+import type { StreamRanges } from './source.ts';
 
 /** Filters whose data we decode and re-encode (ISO 32000-1 7.4, table 6). */
 const DECODED_FILTERS: ReadonlySet<string> = new Set([
@@ -52,12 +53,33 @@ const FILTER_KEYS: readonly string[] = [
 /** Level of the Flate re-encoding: zlib's default balance of size and speed. */
 const DEFLATE_LEVEL = 6;
 
-/** Counts decoded bytes of one document against the engine's size and expansion limits. */
+/**
+ * Counts decoded bytes of one document against the engine's size and expansion limits, and reads
+ * the data of streams the parse left in the source (see `source.ts`), one stream at a time.
+ */
 export class StreamBudget {
   readonly #context: EngineContext;
+  /** The streams left in the source; their data is a stand-in until read through here. */
+  readonly ranges: StreamRanges | undefined;
 
-  constructor(context: EngineContext) {
+  constructor(context: EngineContext, ranges?: StreamRanges) {
     this.#context = context;
+    this.ranges = ranges;
+  }
+
+  /** A stream's data: read from the source when the parse left it there. */
+  contentsOf(stream: PDFRawStream): Uint8Array {
+    return this.resolve(stream.contents);
+  }
+
+  /** `data` itself, or the data it stands in for, read from the source. */
+  resolve(data: Uint8Array): Uint8Array {
+    return this.ranges?.contentsOf(data) ?? data;
+  }
+
+  /** Bytes of data `data` holds, or stands in for. */
+  lengthOf(data: Uint8Array): number {
+    return this.ranges?.lengthOf(data) ?? data.length;
   }
 
   /** Largest output one stream layer may decode to. */
@@ -108,9 +130,11 @@ export function decodedForScan(
   budget: StreamBudget,
 ): Uint8Array {
   try {
-    return decodeFilters(stream, context, budget).data;
+    return budget.resolve(decodeFilters(stream, context, budget).data);
   } catch (error) {
-    if (error instanceof Rejection && error.reason === 'invalid_file') return stream.contents;
+    if (error instanceof Rejection && error.reason === 'invalid_file') {
+      return budget.contentsOf(stream);
+    }
     throw error;
   }
 }
@@ -137,7 +161,9 @@ function decodeFilters(
     return name;
   });
 
-  let data: Uint8Array = stream.transform ? decrypt(stream, context) : stream.contents;
+  // A stream left in the source (see `source.ts`) is a stand-in here: image codec data stays one,
+  // for the writer to copy from the source; data to decode is read from the source first.
+  let data: Uint8Array = stream.transform ? decrypt(stream, context, budget) : stream.contents;
   let predictor: PDFDict | undefined;
   for (const [index, name] of names.entries()) {
     const layerParms = parms[index];
@@ -157,12 +183,13 @@ function decodeFilters(
     if (predictor) {
       throw new Rejection('invalid_file', 'a PDF stream applies a filter after a predictor');
     }
+    data = budget.resolve(data);
     const before = data.length;
     data = decodeLayer({ name, data, parms: layerParms, budget, context });
     budget.consume(before, data.length);
     predictor = predictorOf(layerParms, context);
   }
-  return { data, imageFilter: undefined, imageParms: undefined, predictor };
+  return { data: budget.resolve(data), imageFilter: undefined, imageParms: undefined, predictor };
 }
 
 /**
@@ -223,7 +250,7 @@ export function rebuildStream(
     next.set(PDFName.of('Filter'), PDFName.of('FlateDecode'));
     if (predictor) next.set(PDFName.of('DecodeParms'), predictor);
   }
-  next.set(PDFName.of('Length'), PDFNumber.of(encoded.length));
+  next.set(PDFName.of('Length'), PDFNumber.of(budget.lengthOf(encoded)));
   return PDFRawStream.of(next, encoded);
 }
 
@@ -235,9 +262,11 @@ function listOf(value: PDFObject, context: PDFContext): (PDFObject | undefined)[
   return [resolved];
 }
 
-function decrypt(stream: PDFRawStream, context: PDFContext): Uint8Array {
+function decrypt(stream: PDFRawStream, context: PDFContext, budget: StreamBudget): Uint8Array {
   const plain = PDFDict.withContext(context);
-  return decodePDFRawStream(PDFRawStream.of(plain, stream.contents, stream.transform)).decode();
+  return decodePDFRawStream(
+    PDFRawStream.of(plain, budget.contentsOf(stream), stream.transform),
+  ).decode();
 }
 
 interface Layer {

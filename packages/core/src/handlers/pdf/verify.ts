@@ -1,5 +1,5 @@
 import { VerifyFailure } from '../types.ts';
-import type { DetectedFile, EngineContext, HandlerOutput } from '../types.ts';
+import type { EngineContext, SourcedFile, SourcedOutput } from '../types.ts';
 import { PdfReadError, parseRebuiltPdf } from './_reader.ts';
 import type { ParsedPdf, PdfValue } from './_reader.ts';
 import {
@@ -47,13 +47,13 @@ const OUTPUT_FILTERS: ReadonlySet<string> = new Set([
  * - `pdf.allowlist`: every page, annotation and kept action carries only the keys of its role.
  */
 export function verifyPdf(
-  output: HandlerOutput,
-  _input: DetectedFile,
+  output: SourcedOutput,
+  _input: SourcedFile,
   _context: EngineContext,
 ): Promise<void> {
   let parsed: ParsedPdf;
   try {
-    parsed = parseRebuiltPdf(output.bytes);
+    parsed = parseRebuiltPdf(output.content);
   } catch (error) {
     if (error instanceof PdfReadError) {
       return Promise.reject(new VerifyFailure('pdf.structure', error.message));

@@ -3,8 +3,10 @@ import { createHash } from 'node:crypto';
 import { PDFArray, PDFDict, PDFHexString, PDFRawStream, PDFRef } from '@cantoo/pdf-lib';
 import type { PDFContext, PDFObject } from '@cantoo/pdf-lib';
 
+import type { ByteSink } from '../../_internal/byte-sink.ts';
 import { Rejection } from '../../_internal/rejection.ts';
 import type { FindingTally } from '../../findings.ts';
+import type { Deadline } from '../../limits.ts';
 import { salvageContent } from './content.ts';
 import type { StreamBudget } from './streams.ts';
 import { rebuildStream } from './streams.ts';
@@ -26,6 +28,10 @@ export interface WriteOptions {
   readonly contentStreams?: ReadonlySet<PDFRef>;
   /** Where salvaged content streams are counted. */
   readonly findings?: FindingTally;
+  /** Where the file is written, object by object. */
+  readonly sink: ByteSink;
+  /** Checked between objects. */
+  readonly deadline?: Deadline;
 }
 
 const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1');
@@ -35,8 +41,12 @@ const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1');
  * densely with every reference rewritten, every stream decoded and re-encoded, one classic
  * cross-reference table, a trailer with only `/Size`, `/Root` and an `/ID` derived from the bytes
  * before it (ISO 32000-1 14.4: same content, same ID), and nothing after `%%EOF`.
+ *
+ * Each object is rebuilt and written into the sink before the next one is looked at, and image
+ * data kept as it is is copied from the source in chunks (`budget.ranges`): the writer holds one
+ * object at a time, never the document.
  */
-export function writePdf({
+export async function writePdf({
   context,
   objects,
   version,
@@ -44,7 +54,9 @@ export function writePdf({
   header = 'PDF',
   contentStreams,
   findings,
-}: WriteOptions): Uint8Array {
+  sink,
+  deadline,
+}: WriteOptions): Promise<void> {
   const salvaged = (decoded: Uint8Array): Uint8Array => {
     const salvage = salvageContent(decoded);
     if (salvage === undefined) return decoded;
@@ -57,17 +69,18 @@ export function writePdf({
   // renumbered twice.
   const done = new WeakSet<PDFObject>();
 
-  // Two passes: every object is rebuilt and renumbered first (its size is then known), then
-  // written straight into one buffer of the exact size. Image data that needs no re-encoding
-  // stays a view of the input, so the peak is about the input plus the output, never a list of
-  // pieces and their concatenation side by side.
-  const rebuilt: PDFObject[] = [];
-  const heads: Buffer[] = [];
-  const head = latin1(`%${header}-${version}\n%\u00e2\u00e3\u00cf\u00d3\n`);
+  const hash = createHash('sha256');
+  let length = 0;
+  const put = async (chunk: Uint8Array): Promise<void> => {
+    hash.update(chunk);
+    length += chunk.length;
+    await sink.write(chunk);
+  };
+  await put(latin1(`%${header}-${version}\n%\u00e2\u00e3\u00cf\u00d3\n`));
   const tail = latin1('\nendobj\n');
-  let length = head.length;
   const offsets: number[] = [];
   for (const [index, ref] of objects.entries()) {
+    deadline?.check();
     let object = context.lookup(ref);
     if (object === undefined) throw new TypeError('a reachable PDF object vanished');
     if (object instanceof PDFRawStream) {
@@ -76,54 +89,43 @@ export function writePdf({
     }
     if (object instanceof PDFHexString) object = canonicalHex(object);
     renumber(object instanceof PDFRawStream ? object.dict : object, numbers, done);
-    const objectHead = latin1(`${index + 1} 0 obj\n`);
     offsets.push(length);
-    rebuilt.push(object);
-    heads.push(objectHead);
-    length += objectHead.length + object.sizeInBytes() + tail.length;
+    await put(latin1(`${index + 1} 0 obj\n`));
+    if (object instanceof PDFRawStream) {
+      await put(bytesOf(object.dict));
+      await put(STREAM_OPEN);
+      // Stream data is written in one block, or copied from the source in chunks (pdf-lib's own
+      // `copyBytesInto` copies it byte by byte, a quarter of a 50 MB rebuild's time).
+      for await (const chunk of budget.ranges?.chunksOf(object.contents) ?? [object.contents]) {
+        await put(chunk);
+      }
+      await put(STREAM_CLOSE);
+    } else {
+      await put(bytesOf(object));
+    }
+    await put(tail);
   }
   const xrefOffset = length;
   const rows = offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`);
-  const xref = latin1(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${rows.join('')}`);
-  // The trailer's length does not depend on the ID's value (always 32 hex digits).
-  const trailerOf = (id: string): Buffer =>
+  await put(latin1(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${rows.join('')}`));
+  const id = hash.digest('hex').slice(0, 32);
+  await sink.write(
     latin1(
       `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /ID [<${id}> <${id}>] >>\nstartxref\n${xrefOffset}\n%%EOF\n`,
-    );
-  const trailerLength = trailerOf('0'.repeat(32)).length;
-  const out = Buffer.allocUnsafe(xrefOffset + xref.length + trailerLength);
-  let at = head.copy(out, 0);
-  rebuilt.forEach((object, index) => {
-    at += (heads[index] ?? Buffer.alloc(0)).copy(out, at);
-    const written = copyObjectInto(object, out, at);
-    if (written !== object.sizeInBytes())
-      throw new TypeError('a PDF object changed size while written');
-    at += written;
-    at += tail.copy(out, at);
-  });
-  if (at !== xrefOffset) throw new TypeError('PDF object offsets do not add up');
-  at += xref.copy(out, at);
-  const id = createHash('sha256').update(out.subarray(0, at)).digest('hex').slice(0, 32);
-  at += trailerOf(id).copy(out, at);
-  if (at !== out.length) throw new TypeError('the PDF trailer length changed');
-  return out;
+    ),
+  );
 }
 
 const STREAM_OPEN = latin1('\nstream\n');
 const STREAM_CLOSE = latin1('\nendstream');
 
-/**
- * Writes one object at `at`; returns the bytes written. Stream data is copied in one block
- * (pdf-lib's own `copyBytesInto` copies it byte by byte, a quarter of a 50 MB rebuild's time).
- */
-function copyObjectInto(object: PDFObject, out: Buffer, at: number): number {
-  if (!(object instanceof PDFRawStream)) return object.copyBytesInto(out, at);
-  let offset = at + object.dict.copyBytesInto(out, at);
-  offset += STREAM_OPEN.copy(out, offset);
-  out.set(object.contents, offset);
-  offset += object.contents.length;
-  offset += STREAM_CLOSE.copy(out, offset);
-  return offset - at;
+/** An object's bytes as pdf-lib serialises it. */
+function bytesOf(object: PDFObject): Buffer {
+  const bytes = Buffer.allocUnsafe(object.sizeInBytes());
+  if (object.copyBytesInto(bytes, 0) !== bytes.length) {
+    throw new TypeError('a PDF object changed size while written');
+  }
+  return bytes;
 }
 
 /**
